@@ -1,0 +1,101 @@
+//! Reading inputs: files and directories (recursively, in sorted order), each streamed in
+//! chunks into its own importer. Files are independent, so they are read in parallel.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use seqskew_core::import::{FileImport, FileIngest};
+
+/// Bytes read per call; the importers take any chunk size.
+const CHUNK: usize = 8 << 20;
+
+/// Expands directories into the files below them (sorted); files stay as given.
+pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out).map_err(|e| format!("{}: {e}", p.display()))?;
+        } else if p.exists() {
+            out.push(p.clone());
+        } else {
+            return Err(format!("{}: no such file or directory", p.display()));
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+    entries.sort();
+    for e in entries {
+        let name = e.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with('.') {
+            continue;
+        }
+        if e.is_dir() {
+            walk(&e, out)?;
+        } else if is_trace_name(name) {
+            out.push(e);
+        }
+    }
+    Ok(())
+}
+
+/// Inside directories only files named like traces are taken (a file named on the command
+/// line is always read, and its format is decided by its content).
+fn is_trace_name(name: &str) -> bool {
+    let name = name.strip_suffix(".gz").unwrap_or(name);
+    [".json", ".jsonl", ".csv"].iter().any(|ext| name.ends_with(ext))
+}
+
+/// Imports one file; an unreadable file becomes a diagnostic like any other bad input.
+pub fn import_file(path: &Path) -> FileImport {
+    let name = path.display().to_string();
+    let mut ingest = FileIngest::new(&name);
+    let read = File::open(path).and_then(|mut f| {
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            let n = f.read(&mut buf)?;
+            if n == 0 || ingest.is_rejected() {
+                return Ok(());
+            }
+            ingest.feed(buf.get(..n).unwrap_or_default());
+        }
+    });
+    let mut import = ingest.finish();
+    if let Err(e) = read {
+        import.diagnostics.push(seqskew_core::diag::Diagnostic::new(
+            seqskew_core::diag::Severity::Error,
+            &name,
+            None,
+            format!("could not read the file: {e}"),
+        ));
+    }
+    import
+}
+
+/// Imports every file, in parallel, keeping the input order.
+pub fn import_all(paths: &[PathBuf]) -> Vec<FileImport> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(paths.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<FileImport>> = vec![None; paths.len()];
+    let slots = std::sync::Mutex::new(&mut results);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(path) = paths.get(i) else { break };
+                    let import = import_file(path);
+                    if let Ok(mut slots) = slots.lock()
+                        && let Some(slot) = slots.get_mut(i)
+                    {
+                        *slot = Some(import);
+                    }
+                }
+            });
+        }
+    });
+    results.into_iter().flatten().collect()
+}

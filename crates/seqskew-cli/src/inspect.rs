@@ -1,0 +1,69 @@
+//! `seqskew inspect`: what each file holds.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use seqskew_core::diag::Severity;
+use seqskew_core::import::{FileSummary, assemble};
+
+use crate::input;
+
+#[derive(serde::Serialize)]
+struct Output {
+    files: Vec<FileSummary>,
+    job: JobSummary,
+}
+
+#[derive(serde::Serialize)]
+struct JobSummary {
+    workers: usize,
+    steps: usize,
+    diagnostics: Vec<seqskew_core::diag::Diagnostic>,
+}
+
+pub fn run(paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
+    let files = input::expand(paths)?;
+    let imports = input::import_all(&files);
+    let assembled = assemble(&imports);
+    let out = Output {
+        files: imports.iter().map(|i| i.summary()).collect(),
+        job: JobSummary {
+            workers: assembled.job.workers.len(),
+            steps: assembled.job.steps().len(),
+            diagnostics: assembled.diagnostics,
+        },
+    };
+    if json {
+        let text = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
+        println!("{text}");
+    } else {
+        for f in &out.files {
+            let format = f.format.map_or("unrecognised", |x| x.describe());
+            println!("{}  [{}{}]", f.path, format, if f.compressed { ", gzip" } else { "" });
+            if f.format.is_some() {
+                let steps = match (f.first_step, f.last_step) {
+                    (Some(a), Some(b)) => format!("{} steps ({a}..{b})", f.steps),
+                    _ => "no steps".to_owned(),
+                };
+                println!(
+                    "  {} workers (ranks {}), {steps}, {} events kept, {} skipped, sequences: {:?}",
+                    f.workers,
+                    seqskew_core::text::compact_ranges(&f.ranks.iter().map(|&r| u64::from(r)).collect::<Vec<_>>()),
+                    f.spans.kept,
+                    f.spans.skipped,
+                    f.sequences
+                );
+            }
+            for d in &f.diagnostics {
+                println!("  {}", d);
+            }
+        }
+        println!("job: {} workers, {} steps", out.job.workers, out.job.steps);
+        for d in &out.job.diagnostics {
+            println!("  {d}");
+        }
+    }
+    let unusable =
+        out.files.iter().all(|f| f.diagnostics.iter().any(|d| d.severity == Severity::Error) && f.workers == 0);
+    Ok(if unusable { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}

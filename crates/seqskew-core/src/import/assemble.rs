@@ -1,0 +1,205 @@
+//! Many files make one job: workers merged by rank, clocks aligned across files, and
+//! duplicates, missing ranks and mismatched step ranges reported rather than fatal.
+
+use std::collections::BTreeMap;
+
+use super::FileImport;
+use crate::diag::{Diagnostic, Severity};
+use crate::model::{Job, Nanos, Worker};
+
+/// The job and what was found while putting it together.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Assembled {
+    pub job: Job,
+    /// Job-level findings (file-level ones stay with their [`FileImport`]).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Moves every time of a worker by `delta` nanoseconds.
+pub fn shift_worker(worker: &mut Worker, delta: Nanos) {
+    if delta == 0 {
+        return;
+    }
+    for step in &mut worker.steps {
+        step.start = step.start.saturating_add(delta);
+        for span in &mut step.spans {
+            span.start = span.start.saturating_add(delta);
+        }
+        for c in &mut step.collectives {
+            c.start = c.start.saturating_add(delta);
+            c.end = c.end.saturating_add(delta);
+        }
+        for mb in &mut step.micro_batches {
+            mb.start = mb.start.map(|s| s.saturating_add(delta));
+        }
+    }
+}
+
+/// Merges the files' workers into one job.
+pub fn assemble(files: &[FileImport]) -> Assembled {
+    let mut diagnostics = Vec::new();
+    let mut by_rank: BTreeMap<u32, Worker> = BTreeMap::new();
+    let mut unranked: Vec<Worker> = Vec::new();
+    for file in files {
+        for worker in &file.workers {
+            if worker.steps.is_empty() {
+                continue;
+            }
+            if worker.rank == u32::MAX {
+                unranked.push(worker.clone());
+                continue;
+            }
+            match by_rank.get(&worker.rank) {
+                Some(existing) => diagnostics.push(Diagnostic::new(
+                    Severity::Warning,
+                    &worker.source,
+                    None,
+                    format!("rank {} is also in {}; this copy was ignored", worker.rank, existing.source),
+                )),
+                None => {
+                    by_rank.insert(worker.rank, worker.clone());
+                }
+            }
+        }
+    }
+    let mut next_free = 0u32;
+    for mut worker in unranked {
+        while by_rank.contains_key(&next_free) {
+            next_free += 1;
+        }
+        diagnostics.push(Diagnostic::new(
+            Severity::Warning,
+            &worker.source,
+            None,
+            format!("its rank is unknown; treated as rank {next_free}"),
+        ));
+        worker.rank = next_free;
+        by_rank.insert(next_free, worker);
+    }
+    let mut workers: Vec<Worker> = by_rank.into_values().collect();
+    align_clocks(&mut workers, &mut diagnostics);
+    report_step_mismatches(&workers, &mut diagnostics);
+    diagnostics.sort();
+    Assembled { job: Job { workers }, diagnostics }
+}
+
+/// When a worker-step ends on every rank at once (all leave the step's last collective
+/// together), the end of its last collective, else the step's end, is the anchor.
+fn anchor(step: &crate::model::WorkerStep) -> Nanos {
+    step.collectives.iter().map(|c| c.end).max().unwrap_or(step.start + step.duration)
+}
+
+/// Aligns the clocks of workers from different files on different (or unknown) hosts to the
+/// first worker's clock, by the median difference of their step anchors.
+fn align_clocks(workers: &mut [Worker], diagnostics: &mut Vec<Diagnostic>) {
+    let Some((reference, rest)) = workers.split_first_mut() else {
+        return;
+    };
+    let ref_anchors: BTreeMap<u64, Nanos> = reference.steps.iter().map(|s| (s.step, anchor(s))).collect();
+    let ref_step_len = median(reference.steps.iter().map(|s| s.duration).collect()).unwrap_or(0);
+    let mut largest: Nanos = 0;
+    for worker in rest {
+        let same_clock = worker.source == reference.source || (worker.host.is_some() && worker.host == reference.host);
+        if same_clock {
+            continue;
+        }
+        let diffs: Vec<Nanos> =
+            worker.steps.iter().filter_map(|s| ref_anchors.get(&s.step).map(|&a| a - anchor(s))).collect();
+        let Some(offset) = median(diffs) else {
+            continue;
+        };
+        // Offsets within a step's length are noise on a shared clock; beyond that, another clock.
+        if offset.abs() > ref_step_len / 2 {
+            shift_worker(worker, offset);
+            largest = largest.max(offset.abs());
+        }
+    }
+    if largest > 0 {
+        diagnostics.push(Diagnostic::new(
+            Severity::Info,
+            "",
+            None,
+            format!(
+                "clocks of different files were aligned on step ends (largest shift {:.3} s)",
+                largest as f64 / 1e9
+            ),
+        ));
+    }
+}
+
+fn median(mut v: Vec<Nanos>) -> Option<Nanos> {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied()
+}
+
+/// Steps some workers have and others lack.
+fn report_step_mismatches(workers: &[Worker], diagnostics: &mut Vec<Diagnostic>) {
+    let mut all: Vec<u64> = workers.iter().flat_map(|w| w.steps.iter().map(|s| s.step)).collect();
+    all.sort_unstable();
+    all.dedup();
+    for w in workers {
+        if w.steps.len() == all.len() {
+            continue;
+        }
+        let have: std::collections::BTreeSet<u64> = w.steps.iter().map(|s| s.step).collect();
+        let missing: Vec<u64> = all.iter().copied().filter(|s| !have.contains(s)).collect();
+        diagnostics.push(Diagnostic::new(
+            Severity::Warning,
+            &w.source,
+            None,
+            format!(
+                "rank {} lacks {} of the job's {} steps ({}); those steps are analysed without it",
+                w.rank,
+                missing.len(),
+                all.len(),
+                crate::text::compact_ranges(&missing)
+            ),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::WorkerStep;
+
+    fn worker(rank: u32, source: &str, steps: &[(u64, Nanos)]) -> Worker {
+        Worker {
+            rank,
+            source: source.to_owned(),
+            steps: steps
+                .iter()
+                .map(|&(step, start)| WorkerStep { step, start, duration: 100, ..WorkerStep::default() })
+                .collect(),
+            ..Worker::default()
+        }
+    }
+
+    fn file(workers: Vec<Worker>) -> FileImport {
+        FileImport { workers, ..FileImport::default() }
+    }
+
+    #[test]
+    fn merges_reports_duplicates_and_assigns_unknown_ranks() {
+        let a = file(vec![worker(1, "a", &[(1, 0)]), worker(u32::MAX, "c", &[(1, 0)])]);
+        let b = file(vec![worker(1, "b", &[(1, 0)]), worker(0, "b", &[(1, 0)])]);
+        let out = assemble(&[a, b]);
+        let ranks: Vec<(u32, &str)> = out.job.workers.iter().map(|w| (w.rank, w.source.as_str())).collect();
+        assert_eq!(ranks, vec![(0, "b"), (1, "a"), (2, "c")]);
+        let messages: Vec<&str> = out.diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert!(messages.iter().any(|m| m.contains("rank 1 is also in a")), "{messages:?}");
+        assert!(messages.iter().any(|m| m.contains("treated as rank 2")), "{messages:?}");
+    }
+
+    #[test]
+    fn aligns_other_clocks_and_reports_missing_steps() {
+        let a = file(vec![worker(0, "a", &[(1, 0), (2, 100), (3, 200)])]);
+        let b = file(vec![worker(1, "b", &[(1, 5_000_000), (3, 5_000_200)])]);
+        let out = assemble(&[a, b]);
+        let b_steps: Vec<Nanos> = out.job.workers[1].steps.iter().map(|s| s.start).collect();
+        assert_eq!(b_steps, vec![0, 200]);
+        let messages: Vec<&str> = out.diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert!(messages.iter().any(|m| m.contains("lacks 1 of the job's 3 steps (2)")), "{messages:?}");
+        assert!(messages.iter().any(|m| m.contains("aligned")), "{messages:?}");
+    }
+}

@@ -1,0 +1,447 @@
+//! Chrome Trace Event Format files other than Kineto's, typically merged timelines of many
+//! workers (Megatron/NeMo timers, custom exporters, the seqskew simulator).
+//!
+//! A worker is a process whose `process_name` carries rank coordinates ("rank 7", "DP rank
+//! [3]"), refined by thread names that carry more ("PP rank 1, TP rank 0, compute"); without
+//! such labels, a pid. Steps come from event args (`step`, `iteration`) or from step spans
+//! ("step 12", "iteration 12", `ProfilerStep#12`); micro-batches from args (`mb_id`,
+//! `microbatch`); span kinds from name and category words; exact sequence lengths from
+//! `seqlens`/`seq_lens` args.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::value::RawValue;
+
+use super::events::{EventPlace, RawArgs, RawEvent, TraceBuilder};
+use super::names::{collective_op, is_backward, kind_from_words, parse_coords};
+use super::numbers::{to_duration, to_nanos, to_u64};
+use super::timeline::{Piece, bucket, partition};
+use crate::diag::{DiagnosticSink, Severity};
+use crate::model::{
+    Collective, CollectiveOp, Coords, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep,
+};
+
+const MICROS: i64 = 1000;
+
+/// (pid, tid) as integer keys.
+type ThreadKey = (i64, i64);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Backward,
+    Unknown,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Record {
+    thread: ThreadKey,
+    start: Nanos,
+    end: Nanos,
+    kind: SpanKind,
+    direction: Direction,
+    op: Option<CollectiveOp>,
+    step: Option<u64>,
+    micro_batch: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct StepSpan {
+    thread: ThreadKey,
+    step: u64,
+    start: Nanos,
+    end: Nanos,
+}
+
+/// The step and micro-batch an event's arguments name.
+#[derive(Clone, Copy, Debug, Default)]
+struct Tags {
+    step: Option<u64>,
+    micro_batch: Option<u32>,
+}
+
+/// A `B` event waiting for its `E`.
+#[derive(Clone, Debug)]
+struct Open {
+    name: String,
+    cat: String,
+    start: Nanos,
+    tags: Tags,
+}
+
+/// Exact lengths per (step, micro-batch).
+type LengthsByStep = BTreeMap<(u64, Option<u32>), Vec<u32>>;
+
+pub struct ChromeBuilder {
+    file: String,
+    process_labels: HashMap<i64, String>,
+    thread_labels: HashMap<ThreadKey, String>,
+    records: Vec<Record>,
+    step_spans: Vec<StepSpan>,
+    /// Exact lengths per (thread, step, micro-batch), first writer wins.
+    lengths: BTreeMap<(ThreadKey, u64, Option<u32>), Vec<u32>>,
+    open: HashMap<ThreadKey, Vec<Open>>,
+}
+
+impl ChromeBuilder {
+    pub fn new(file: &str) -> Self {
+        ChromeBuilder {
+            file: file.to_owned(),
+            process_labels: HashMap::new(),
+            thread_labels: HashMap::new(),
+            records: Vec::new(),
+            step_spans: Vec::new(),
+            lengths: BTreeMap::new(),
+            open: HashMap::new(),
+        }
+    }
+
+    fn add(&mut self, thread: ThreadKey, name: &str, cat: &str, (start, end): (Nanos, Nanos), tags: Tags) {
+        let Tags { step, micro_batch } = tags;
+        if let Some(number) = step_span_number(name, step) {
+            self.step_spans.push(StepSpan { thread, step: number, start, end });
+            return;
+        }
+        let kind = kind_from_words(name, cat);
+        let direction = if is_backward(name) {
+            Direction::Backward
+        } else if name.to_ascii_lowercase().contains("forward") || name.contains("fwd") {
+            Direction::Forward
+        } else {
+            Direction::Unknown
+        };
+        let op = matches!(kind, SpanKind::Communication | SpanKind::CollectiveWait)
+            .then(|| collective_op(name).unwrap_or(CollectiveOp::Other));
+        self.records.push(Record { thread, start, end, kind, direction, op, step, micro_batch });
+    }
+
+    /// Worker identity of a thread: process coordinates refined by the thread's.
+    fn identity(&self, thread: ThreadKey) -> (Option<u32>, Coords) {
+        let (p_rank, p) = self.process_labels.get(&thread.0).map(|l| parse_coords(l)).unwrap_or_default();
+        let (t_rank, t) = self.thread_labels.get(&thread).map(|l| parse_coords(l)).unwrap_or_default();
+        let coords = Coords { dp: t.dp.or(p.dp), pp: t.pp.or(p.pp), tp: t.tp.or(p.tp), cp: t.cp.or(p.cp) };
+        (t_rank.or(p_rank), coords)
+    }
+}
+
+/// A span that marks a whole step: "step 12", "iteration 12", "ProfilerStep#12", or a span
+/// named "step"/"train_step" with a step argument.
+fn step_span_number(name: &str, step_arg: Option<u64>) -> Option<u64> {
+    let lower = name.trim().to_ascii_lowercase();
+    for prefix in ["profilerstep#", "iteration", "iter", "step", "train_step", "train-step"] {
+        if let Some(rest) = lower.strip_prefix(prefix) {
+            let rest = rest.trim_start_matches([' ', '#', '_', '-', '=']);
+            if rest.is_empty() {
+                return step_arg;
+            }
+            if let Ok(n) = rest.parse::<u64>() {
+                return Some(n);
+            }
+        }
+    }
+    None
+}
+
+fn arg_u64(value: Option<&RawValue>) -> Option<u64> {
+    value.and_then(|v| to_u64(v.get()))
+}
+
+fn step_of(args: Option<&RawArgs<'_>>) -> Option<u64> {
+    args.and_then(|a| arg_u64(a.step).or_else(|| arg_u64(a.iteration)))
+}
+
+fn micro_batch_of(args: Option<&RawArgs<'_>>) -> Option<u32> {
+    args.and_then(|a| arg_u64(a.mb_id).or_else(|| arg_u64(a.microbatch)).or_else(|| arg_u64(a.micro_batch)))
+        .and_then(|m| u32::try_from(m).ok())
+}
+
+fn lengths_of(args: Option<&RawArgs<'_>>) -> Option<Vec<u32>> {
+    let raw = args.and_then(|a| a.seqlens.or(a.seq_lens))?;
+    serde_json::from_str::<Vec<u32>>(raw.get()).ok()
+}
+
+impl TraceBuilder for ChromeBuilder {
+    fn wants_top_level(&self, _: &str) -> bool {
+        false
+    }
+
+    fn top_level(&mut self, _: &str, _: &RawValue, _: &mut DiagnosticSink) {}
+
+    fn event(&mut self, ev: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> bool {
+        let thread = (ev.pid.as_ref().map_or(0, |p| p.key()), ev.tid.as_ref().map_or(0, |t| t.key()));
+        let args = ev.args.as_ref();
+        let phase = ev.phase();
+        if phase == "M" {
+            let label = args.and_then(|a| a.name.as_ref()).map(|n| n.as_str().to_owned());
+            match (ev.name(), label) {
+                ("process_name", Some(l)) => {
+                    self.process_labels.insert(thread.0, l);
+                }
+                ("thread_name", Some(l)) => {
+                    self.thread_labels.insert(thread, l);
+                }
+                _ => {}
+            }
+            return false;
+        }
+        if !matches!(phase, "X" | "B" | "E") {
+            return false;
+        }
+        let start = match ev.ts.map(|t| to_nanos(t.get(), MICROS)) {
+            Some(Ok(t)) => t,
+            Some(Err(e)) => {
+                diags.push(
+                    Severity::Warning,
+                    place.location(),
+                    format!("\"{}\" has a ts that {}; event skipped", ev.name(), e.describe()),
+                );
+                return false;
+            }
+            None => return false,
+        };
+        let step = step_of(args);
+        let micro_batch = micro_batch_of(args);
+        if let (Some(step), Some(lengths)) = (step, lengths_of(args)) {
+            self.lengths.entry((thread, step, micro_batch)).or_insert(lengths);
+        }
+        match phase {
+            "B" => {
+                let open = Open {
+                    name: ev.name().to_owned(),
+                    cat: ev.cat().to_owned(),
+                    start,
+                    tags: Tags { step, micro_batch },
+                };
+                self.open.entry(thread).or_default().push(open);
+                true
+            }
+            "E" => {
+                let Some(open) = self.open.get_mut(&thread).and_then(Vec::pop) else {
+                    diags.push(
+                        Severity::Warning,
+                        place.location(),
+                        "an end (E) event without a begin (B) on its thread; skipped",
+                    );
+                    return false;
+                };
+                if start < open.start {
+                    diags.push(
+                        Severity::Warning,
+                        place.location(),
+                        format!("\"{}\" ends before it begins; skipped", open.name),
+                    );
+                    return false;
+                }
+                let tags = Tags { step: open.tags.step.or(step), micro_batch: open.tags.micro_batch.or(micro_batch) };
+                self.add(thread, &open.name, &open.cat, (open.start, start), tags);
+                true
+            }
+            _ => {
+                let dur = match ev.dur.map(|d| to_duration(d.get(), MICROS)) {
+                    Some(Ok(d)) => d,
+                    Some(Err(e)) => {
+                        diags.push(
+                            Severity::Warning,
+                            place.location(),
+                            format!("\"{}\" has a dur that {}; event skipped", ev.name(), e.describe()),
+                        );
+                        return false;
+                    }
+                    None => 0,
+                };
+                let Some(end) = start.checked_add(dur) else {
+                    return false;
+                };
+                self.add(thread, ev.name(), ev.cat(), (start, end), Tags { step, micro_batch });
+                true
+            }
+        }
+    }
+
+    fn finish(self, diags: &mut DiagnosticSink) -> Vec<Worker> {
+        let unclosed: usize = self.open.values().map(Vec::len).sum();
+        if unclosed > 0 {
+            diags.push(Severity::Warning, None, format!("{unclosed} begin (B) events never ended; ignored"));
+        }
+        // Threads with the same rank coordinates (or, unlabelled, the same pid) are one worker.
+        let mut threads: Vec<ThreadKey> =
+            self.records.iter().map(|r| r.thread).chain(self.step_spans.iter().map(|s| s.thread)).collect();
+        threads.sort_unstable();
+        threads.dedup();
+        let mut worker_of: HashMap<ThreadKey, usize> = HashMap::new();
+        let mut index_of: HashMap<(Option<u32>, Coords, Option<i64>), usize> = HashMap::new();
+        let mut identities: Vec<(Option<u32>, Coords, i64)> = Vec::new();
+        for &t in &threads {
+            let (rank, coords) = self.identity(t);
+            let labelled = rank.is_some() || coords != Coords::default();
+            let key = (rank, coords, (!labelled).then_some(t.0));
+            let index = *index_of.entry(key).or_insert_with(|| {
+                identities.push((rank, coords, t.0));
+                identities.len() - 1
+            });
+            worker_of.insert(t, index);
+        }
+        if identities.len() > 1 && identities.iter().all(|(r, c, _)| r.is_none() && *c == Coords::default()) {
+            diags.push(
+                Severity::Info,
+                None,
+                "no process or thread names carry rank coordinates; each pid is taken as one worker",
+            );
+        }
+        let mut records: Vec<Vec<Record>> = vec![Vec::new(); identities.len()];
+        for r in self.records {
+            if let Some(list) = worker_of.get(&r.thread).and_then(|&i| records.get_mut(i)) {
+                list.push(r);
+            }
+        }
+        let mut spans: Vec<Vec<StepSpan>> = vec![Vec::new(); identities.len()];
+        for s in self.step_spans {
+            if let Some(list) = worker_of.get(&s.thread).and_then(|&i| spans.get_mut(i)) {
+                list.push(s);
+            }
+        }
+        let mut lengths: Vec<LengthsByStep> = vec![BTreeMap::new(); identities.len()];
+        for ((t, step, mb), l) in self.lengths {
+            if let Some(map) = worker_of.get(&t).and_then(|&i| lengths.get_mut(i)) {
+                map.entry((step, mb)).or_insert(l);
+            }
+        }
+        let mut workers: Vec<Worker> = Vec::with_capacity(identities.len());
+        for (((&(rank, coords, pid), records), spans), lengths) in
+            identities.iter().zip(&records).zip(&spans).zip(&lengths)
+        {
+            let steps = build_steps(records, spans, lengths);
+            let rank = rank.unwrap_or_else(|| {
+                if coords == Coords::default() { u32::try_from(pid).unwrap_or(u32::MAX) } else { u32::MAX }
+            });
+            workers.push(Worker { rank, coords, host: None, source: self.file.clone(), steps });
+        }
+        number_workers_by_coords(&mut workers);
+        workers.sort_by_key(|w| w.rank);
+        workers
+    }
+}
+
+/// Workers known only by coordinates get ranks in coordinate order, after the ranked ones.
+fn number_workers_by_coords(workers: &mut [Worker]) {
+    let mut unranked: Vec<usize> =
+        (0..workers.len()).filter(|&i| workers.get(i).is_some_and(|w| w.rank == u32::MAX)).collect();
+    unranked.sort_by_key(|&i| workers.get(i).map(|w| (w.coords.pp, w.coords.dp, w.coords.cp, w.coords.tp)));
+    let mut next = workers.iter().map(|w| w.rank).filter(|&r| r != u32::MAX).max().map_or(0, |r| r + 1);
+    for i in unranked {
+        if let Some(w) = workers.get_mut(i) {
+            w.rank = next;
+            next += 1;
+        }
+    }
+}
+
+/// One worker's steps: windows from step spans, else from the extent of each step's events.
+fn build_steps(records: &[Record], spans: &[StepSpan], lengths: &LengthsByStep) -> Vec<WorkerStep> {
+    let mut windows: BTreeMap<u64, (Nanos, Nanos)> = BTreeMap::new();
+    for s in spans {
+        windows.entry(s.step).or_insert((s.start, s.end));
+    }
+    if windows.is_empty() {
+        for r in records {
+            if let Some(step) = r.step {
+                let w = windows.entry(step).or_insert((r.start, r.end));
+                *w = (w.0.min(r.start), w.1.max(r.end));
+            }
+        }
+    }
+    let mut ordered: Vec<(u64, (Nanos, Nanos))> = windows.into_iter().filter(|(_, (s, e))| e > s).collect();
+    ordered.sort_by_key(|&(_, w)| w);
+    let by_time: Vec<(Nanos, Nanos)> = ordered.iter().map(|&(_, w)| w).collect();
+    let index_of_step: HashMap<u64, usize> = ordered.iter().enumerate().map(|(i, &(s, _))| (s, i)).collect();
+    // Each record's step: its argument, else the window it starts in.
+    let mut per_step: Vec<Vec<&Record>> = vec![Vec::new(); ordered.len()];
+    for r in records {
+        let i = match r.step {
+            Some(s) => index_of_step.get(&s).copied(),
+            None => {
+                let i = by_time.partition_point(|w| w.1 <= r.start);
+                by_time.get(i).filter(|w| w.0 <= r.start).map(|_| i)
+            }
+        };
+        if let Some(list) = i.and_then(|i| per_step.get_mut(i)) {
+            list.push(r);
+        }
+    }
+    let pieces: Vec<Piece> = records
+        .iter()
+        .map(|r| Piece { start: r.start, end: r.end, kind: r.kind, micro_batch: r.micro_batch })
+        .collect();
+    let buckets = bucket(&by_time, &pieces);
+    let mut steps = Vec::with_capacity(ordered.len());
+    for ((&(step, (start, end)), bucket), mine) in ordered.iter().zip(&buckets).zip(&per_step) {
+        let (timeline, totals) = partition(start, end, bucket);
+        let (micro_batches, collectives) = micro_batches_and_collectives(mine);
+        let mut micro: BTreeMap<u32, MicroBatch> = micro_batches.into_iter().map(|m| (m.id, m)).collect();
+        let mut sequences = Sequences::default();
+        for ((_, m), l) in lengths.range((step, None)..=(step, Some(u32::MAX))) {
+            let seq = Sequences::from_lengths(SequenceKnowledge::Exact, l.clone());
+            if let Some(mb) = m.and_then(|id| micro.get_mut(&id)) {
+                mb.sequences = Sequences { attention: mb.sequences.attention, ..seq.clone() };
+            }
+            sequences.merge(&seq);
+        }
+        let attention = totals.get(SpanKind::Attention);
+        if attention > 0 {
+            sequences.attention = Some(attention);
+        }
+        steps.push(WorkerStep {
+            step,
+            start,
+            duration: end - start,
+            spans: timeline,
+            totals,
+            micro_batches: micro.into_values().collect(),
+            collectives,
+            sequences,
+        });
+    }
+    steps.sort_by_key(|s| s.step);
+    steps
+}
+
+/// A step's micro-batches (forward and backward compute per id) and collectives (by start).
+fn micro_batches_and_collectives(records: &[&Record]) -> (Vec<MicroBatch>, Vec<Collective>) {
+    let mut micro: BTreeMap<u32, MicroBatch> = BTreeMap::new();
+    let mut collectives = Vec::new();
+    for r in records {
+        if let Some(op) = r.op {
+            collectives.push(Collective { start: r.start, end: r.end, op });
+        }
+        let (Some(id), true) = (r.micro_batch, matches!(r.kind, SpanKind::Compute | SpanKind::Attention)) else {
+            continue;
+        };
+        let mb = micro.entry(id).or_insert_with(|| MicroBatch { id, ..MicroBatch::default() });
+        mb.start = Some(mb.start.map_or(r.start, |s| s.min(r.start)));
+        let d = r.end - r.start;
+        match r.direction {
+            Direction::Backward => mb.backward += d,
+            Direction::Forward | Direction::Unknown => mb.forward += d,
+        }
+        if r.kind == SpanKind::Attention {
+            mb.sequences.attention = Some(mb.sequences.attention.unwrap_or(0) + d);
+        }
+    }
+    collectives.sort_by_key(|c| (c.start, c.end));
+    (micro.into_values().collect(), collectives)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_span_names() {
+        assert_eq!(step_span_number("ProfilerStep#12", None), Some(12));
+        assert_eq!(step_span_number("iteration 7", None), Some(7));
+        assert_eq!(step_span_number("step", Some(3)), Some(3));
+        assert_eq!(step_span_number("train_step", None), None);
+        assert_eq!(step_span_number("forward-compute", Some(3)), None);
+        assert_eq!(step_span_number("stepper", None), None);
+    }
+}

@@ -1,0 +1,709 @@
+//! Streaming reader of Chrome Trace Event Format documents: an object with `traceEvents`
+//! (keys in any order) or a bare array of events, in chunks of any size.
+//!
+//! Each event is deserialised on its own into a [`RawEvent`] whose strings borrow from the
+//! buffer, then handed to a [`TraceBuilder`]; only an event that straddles two chunks is
+//! kept across calls. Values the builder does not need (unknown top-level keys, `args` of
+//! no interest) are skipped without building anything.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
+use serde_json::value::RawValue;
+
+use super::{ContentParser, ImportStats};
+use crate::diag::{DiagnosticSink, Location, Severity};
+use crate::model::Worker;
+
+/// A string that borrows from the input unless it had escapes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Str<'a>(pub Cow<'a, str>);
+
+impl<'a> Str<'a> {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StrVisitor;
+        impl<'de> Visitor<'de> for StrVisitor {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(StrVisitor)
+    }
+}
+
+/// `pid`/`tid`: usually integers, sometimes strings ("Spans", "").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Id<'a> {
+    Int(i64),
+    Text(Cow<'a, str>),
+}
+
+impl Id<'_> {
+    /// A stable integer key: the integer itself, or a hash of the text.
+    pub fn key(&self) -> i64 {
+        match self {
+            Id::Int(i) => *i,
+            Id::Text(t) => {
+                // FNV-1a, folded into the negative range so it cannot collide with real ids.
+                let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+                for b in t.bytes() {
+                    h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+                }
+                -((h >> 2) as i64) - 1
+            }
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Id<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct IdVisitor;
+        impl<'de> Visitor<'de> for IdVisitor {
+            type Value = Id<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an integer or a string")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(Id::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(Id::Int(i64::try_from(v).unwrap_or(i64::MAX)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(Id::Int(v as i64))
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Id::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Id::Text(Cow::Owned(v.to_owned())))
+            }
+        }
+        deserializer.deserialize_any(IdVisitor)
+    }
+}
+
+/// The `args` fields any importer looks at; everything else is skipped.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawArgs<'a> {
+    /// Metadata events: `process_name`, `thread_name`.
+    #[serde(borrow, default)]
+    pub name: Option<Str<'a>>,
+    #[serde(borrow, default, rename = "Input Dims")]
+    pub input_dims: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "Concrete Inputs")]
+    pub concrete_inputs: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub correlation: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "Collective name")]
+    pub collective_name: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub step: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub iteration: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub mb_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub microbatch: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub micro_batch: Option<&'a RawValue>,
+    /// Exact sequence lengths, where a writer records them (`[512, 77, ...]`).
+    #[serde(borrow, default)]
+    pub seqlens: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub seq_lens: Option<&'a RawValue>,
+}
+
+/// One trace event with borrowed strings. Unused keys are skipped.
+#[derive(Debug, Default, Deserialize)]
+pub struct RawEvent<'a> {
+    #[serde(borrow, default)]
+    pub ph: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub name: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub cat: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub pid: Option<Id<'a>>,
+    #[serde(borrow, default)]
+    pub tid: Option<Id<'a>>,
+    #[serde(borrow, default)]
+    pub ts: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub dur: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub args: Option<RawArgs<'a>>,
+}
+
+impl RawEvent<'_> {
+    pub fn phase(&self) -> &str {
+        self.ph.as_ref().map_or("", Str::as_str)
+    }
+    pub fn name(&self) -> &str {
+        self.name.as_ref().map_or("", Str::as_str)
+    }
+    pub fn cat(&self) -> &str {
+        self.cat.as_ref().map_or("", Str::as_str)
+    }
+}
+
+/// Where an event came from, for diagnostics.
+#[derive(Clone, Copy, Debug)]
+pub struct EventPlace {
+    pub offset: u64,
+}
+
+impl EventPlace {
+    pub fn location(self) -> Option<Location> {
+        Some(Location::Byte(self.offset))
+    }
+}
+
+/// What a format makes of the events of a Chrome-trace document.
+pub trait TraceBuilder {
+    /// A top-level key other than `traceEvents`, with its whole value.
+    fn top_level(&mut self, key: &str, value: &RawValue, diags: &mut DiagnosticSink);
+    /// Top-level keys whose values the builder wants (others are skipped unread).
+    fn wants_top_level(&self, key: &str) -> bool;
+    /// One event. Returns true when the event contributed to the model.
+    fn event(&mut self, event: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> bool;
+    /// End of the document: build the workers.
+    fn finish(self, diags: &mut DiagnosticSink) -> Vec<Worker>;
+}
+
+/// Where the reader is in the document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Before the first byte that is not whitespace.
+    Start,
+    /// Inside the top-level object, expecting a key (or its end).
+    TopKey,
+    /// Inside the top-level object after `key:`; the key's value is next.
+    TopValue { wanted: bool },
+    /// Inside the top-level object, after `"traceEvents":`, before `[`.
+    BeforeEvents,
+    /// Inside the events array. `bare` when the array is the whole document.
+    Events { bare: bool },
+    /// Skipping a value the reader has no use for; then back to `after`.
+    Skipping { after: Resume },
+    /// The document is complete (or unreadable); the rest is ignored.
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Resume {
+    TopKey,
+    Events { bare: bool },
+}
+
+/// A value that could not be parsed is skipped up to this many times in a row before the
+/// reader gives up on the file (it has lost its way in the syntax).
+const MAX_CONSECUTIVE_BAD: u32 = 1000;
+
+/// A top-level value the builder wants is read whole only up to this size.
+const MAX_TOP_LEVEL_VALUE: usize = 16 << 20;
+
+pub struct TraceDocument<B: TraceBuilder> {
+    builder: B,
+    buf: Vec<u8>,
+    /// Stream offset of `buf[0]`.
+    base: u64,
+    state: State,
+    top_key: String,
+    skip: Skipper,
+    stats: ImportStats,
+    consecutive_bad: u32,
+    saw_events_array: bool,
+}
+
+impl<B: TraceBuilder> TraceDocument<B> {
+    pub fn new(builder: B) -> Self {
+        TraceDocument {
+            builder,
+            buf: Vec::new(),
+            base: 0,
+            state: State::Start,
+            top_key: String::new(),
+            skip: Skipper::default(),
+            stats: ImportStats::default(),
+            consecutive_bad: 0,
+            saw_events_array: false,
+        }
+    }
+
+    /// Runs the state machine over the buffer as far as it can go; returns bytes consumed.
+    fn run(&mut self, diags: &mut DiagnosticSink, at_eof: bool) -> usize {
+        let buf = std::mem::take(&mut self.buf);
+        let mut pos = 0;
+        while let Some(next) = self.step(&buf, pos, diags, at_eof) {
+            pos = next;
+        }
+        self.buf = buf;
+        pos
+    }
+
+    /// One move of the state machine from `pos`. `None` when it needs more input.
+    fn step(&mut self, buf: &[u8], pos: usize, diags: &mut DiagnosticSink, at_eof: bool) -> Option<usize> {
+        let rest = buf.get(pos..).filter(|r| !r.is_empty())?;
+        let offset = self.base + pos as u64;
+        match self.state {
+            State::Done => None,
+            State::Start => {
+                let i = skip_ws(rest, true)?;
+                match rest.get(i) {
+                    Some(b'{') => self.state = State::TopKey,
+                    Some(b'[') => {
+                        self.state = State::Events { bare: true };
+                        self.saw_events_array = true;
+                    }
+                    _ => {
+                        diags.push(
+                            Severity::Error,
+                            Some(Location::Byte(offset + i as u64)),
+                            "expected a JSON object or array",
+                        );
+                        self.state = State::Done;
+                    }
+                }
+                Some(pos + i + 1)
+            }
+            State::TopKey => {
+                let i = skip_ws(rest, true)?;
+                match rest.get(i) {
+                    Some(b'}') => {
+                        self.state = State::Done;
+                        Some(pos + i + 1)
+                    }
+                    Some(b'"') => {
+                        let key_and_colon = rest.get(i..)?;
+                        let mut stream = serde_json::Deserializer::from_slice(key_and_colon).into_iter::<Str<'_>>();
+                        match stream.next() {
+                            Some(Ok(key)) => {
+                                let after_key = stream.byte_offset();
+                                let tail = key_and_colon.get(after_key..)?;
+                                let j = skip_ws(tail, false)?;
+                                if tail.get(j) != Some(&b':') {
+                                    diags.push(
+                                        Severity::Error,
+                                        Some(Location::Byte(offset + (i + after_key + j) as u64)),
+                                        "expected ':' after a key",
+                                    );
+                                    self.state = State::Done;
+                                    return None;
+                                }
+                                self.top_key.clear();
+                                self.top_key.push_str(key.as_str());
+                                self.state = if key.as_str() == "traceEvents" {
+                                    State::BeforeEvents
+                                } else {
+                                    State::TopValue { wanted: self.builder.wants_top_level(key.as_str()) }
+                                };
+                                Some(pos + i + after_key + j + 1)
+                            }
+                            Some(Err(e)) if e.is_eof() => None,
+                            _ => {
+                                diags.push(
+                                    Severity::Error,
+                                    Some(Location::Byte(offset + i as u64)),
+                                    "malformed key in the top-level object",
+                                );
+                                self.state = State::Done;
+                                None
+                            }
+                        }
+                    }
+                    Some(_) => {
+                        diags.push(
+                            Severity::Error,
+                            Some(Location::Byte(offset + i as u64)),
+                            "malformed top-level object (expected a key)",
+                        );
+                        self.state = State::Done;
+                        None
+                    }
+                    None => None,
+                }
+            }
+            State::BeforeEvents => {
+                let i = skip_ws(rest, false)?;
+                if rest.get(i) == Some(&b'[') {
+                    self.state = State::Events { bare: false };
+                    self.saw_events_array = true;
+                    Some(pos + i + 1)
+                } else {
+                    diags.push(
+                        Severity::Error,
+                        Some(Location::Byte(offset + i as u64)),
+                        "\"traceEvents\" is not an array",
+                    );
+                    self.skip = Skipper::default();
+                    self.state = State::Skipping { after: Resume::TopKey };
+                    Some(pos + i)
+                }
+            }
+            State::TopValue { wanted } => {
+                let i = skip_ws(rest, false)?;
+                if wanted {
+                    let value = rest.get(i..)?;
+                    let mut stream = serde_json::Deserializer::from_slice(value).into_iter::<&RawValue>();
+                    match stream.next() {
+                        Some(Ok(raw)) => {
+                            let key = std::mem::take(&mut self.top_key);
+                            self.builder.top_level(&key, raw, diags);
+                            self.top_key = key;
+                            self.state = State::TopKey;
+                            return Some(pos + i + stream.byte_offset());
+                        }
+                        Some(Err(e)) if e.is_eof() && !at_eof && value.len() < MAX_TOP_LEVEL_VALUE => {
+                            return None;
+                        }
+                        _ => {
+                            diags.push(
+                                Severity::Warning,
+                                Some(Location::Byte(offset + i as u64)),
+                                format!("could not read the top-level \"{}\"; skipped", self.top_key),
+                            );
+                        }
+                    }
+                }
+                self.skip = Skipper::default();
+                self.state = State::Skipping { after: Resume::TopKey };
+                Some(pos + i)
+            }
+            State::Skipping { after } => {
+                // The skipper keeps its place across chunks, so what it saw is consumed.
+                let Some(used) = self.skip.advance(rest) else {
+                    return Some(pos + rest.len());
+                };
+                self.state = match after {
+                    Resume::TopKey => State::TopKey,
+                    Resume::Events { bare } => State::Events { bare },
+                };
+                Some(pos + used)
+            }
+            State::Events { bare } => {
+                let i = skip_ws(rest, true)?;
+                match rest.get(i) {
+                    Some(b']') => {
+                        self.state = if bare { State::Done } else { State::TopKey };
+                        Some(pos + i + 1)
+                    }
+                    Some(b'{') => {
+                        let start = pos + i;
+                        self.read_event(buf, start, diags, at_eof)
+                    }
+                    Some(_) => {
+                        self.stats.records += 1;
+                        self.stats.skipped += 1;
+                        diags.push(
+                            Severity::Warning,
+                            Some(Location::Byte(offset + i as u64)),
+                            "an element of the event array is not an object; skipped",
+                        );
+                        self.skip = Skipper::default();
+                        self.state = State::Skipping { after: Resume::Events { bare } };
+                        Some(pos + i)
+                    }
+                    None => None,
+                }
+            }
+        }
+    }
+
+    fn read_event(&mut self, buf: &[u8], start: usize, diags: &mut DiagnosticSink, at_eof: bool) -> Option<usize> {
+        let text = buf.get(start..)?;
+        let place = EventPlace { offset: self.base + start as u64 };
+        let mut stream = serde_json::Deserializer::from_slice(text).into_iter::<RawEvent<'_>>();
+        match stream.next() {
+            Some(Ok(event)) => {
+                let used = stream.byte_offset();
+                self.accept(&event, place, diags);
+                Some(start + used)
+            }
+            Some(Err(e)) if e.is_eof() && !at_eof => None,
+            Some(Err(e)) => {
+                // Find the event's end without validating its content, then try once more with
+                // control characters and invalid UTF-8 replaced: real traces carry both.
+                // An event without an end is the truncated last one; `finish` reports it.
+                let len = Skipper::default().advance(text)?;
+                let raw = text.get(..len)?;
+                let cleaned = sanitize(raw);
+                match serde_json::from_slice::<RawEvent<'_>>(&cleaned) {
+                    Ok(event) => {
+                        diags.push(
+                            Severity::Warning,
+                            place.location(),
+                            "event has control characters or invalid UTF-8 in its strings; they were replaced",
+                        );
+                        self.accept(&event, place, diags);
+                    }
+                    Err(_) => {
+                        self.stats.records += 1;
+                        self.stats.skipped += 1;
+                        self.consecutive_bad += 1;
+                        diags.push(Severity::Warning, place.location(), format!("unreadable event skipped: {e}"));
+                        if self.consecutive_bad >= MAX_CONSECUTIVE_BAD {
+                            diags.push(
+                                Severity::Error,
+                                place.location(),
+                                format!("{MAX_CONSECUTIVE_BAD} unreadable events in a row; stopped reading the file"),
+                            );
+                            self.state = State::Done;
+                        }
+                    }
+                }
+                Some(start + len)
+            }
+            None => None,
+        }
+    }
+
+    fn accept(&mut self, event: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) {
+        self.consecutive_bad = 0;
+        self.stats.records += 1;
+        if self.builder.event(event, place, diags) {
+            self.stats.kept += 1;
+        } else {
+            self.stats.skipped += 1;
+        }
+    }
+}
+
+impl<B: TraceBuilder> ContentParser for TraceDocument<B> {
+    fn feed(&mut self, chunk: &[u8], diags: &mut DiagnosticSink) {
+        if self.state == State::Done {
+            return;
+        }
+        self.buf.extend_from_slice(chunk);
+        let used = self.run(diags, false);
+        self.buf.drain(..used);
+        self.base += used as u64;
+    }
+
+    fn finish(mut self: Box<Self>, diags: &mut DiagnosticSink) -> (Vec<Worker>, ImportStats) {
+        let used = self.run(diags, true);
+        self.buf.drain(..used);
+        self.base += used as u64;
+        let bare = matches!(self.state, State::Events { bare: true });
+        let leftover = self.buf.iter().any(|&b| !(b.is_ascii_whitespace() || bare && b == b','));
+        let where_ = Some(Location::Byte(self.base));
+        match self.state {
+            State::Done => {
+                if leftover {
+                    diags.push(Severity::Info, where_, "data after the end of the JSON document was ignored");
+                }
+            }
+            State::Events { bare: true } if !leftover => {} // the format allows omitting the final ']'
+            _ if !self.saw_events_array || self.stats.records == 0 => {
+                diags.push(
+                    Severity::Error,
+                    where_,
+                    "the file ends before any trace events (truncated, or not a trace)",
+                );
+            }
+            _ => {
+                diags.push(
+                    Severity::Warning,
+                    where_,
+                    format!(
+                        "the file ends early (truncated?); the {} events before that point were read",
+                        self.stats.records
+                    ),
+                );
+            }
+        }
+        let stats = self.stats;
+        let workers = self.builder.finish(diags);
+        (workers, stats)
+    }
+}
+
+/// Index of the first byte that is not whitespace (nor a comma, when `commas`); `None` at the end.
+fn skip_ws(bytes: &[u8], commas: bool) -> Option<usize> {
+    bytes.iter().position(|&b| !(b.is_ascii_whitespace() || (commas && b == b',')))
+}
+
+/// Replaces control characters inside strings and invalid UTF-8 so that serde can read the event.
+fn sanitize(raw: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(raw);
+    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>().into_bytes()
+}
+
+/// Finds the end of one JSON value without validating it; resumable across chunks.
+#[derive(Clone, Copy, Debug, Default)]
+struct Skipper {
+    started: bool,
+    scalar: bool,
+    depth: u32,
+    in_string: bool,
+    escape: bool,
+}
+
+impl Skipper {
+    /// Consumes bytes of the value; `Some(n)` when it ended after `n` bytes of `bytes`.
+    fn advance(&mut self, bytes: &[u8]) -> Option<usize> {
+        for (i, &b) in bytes.iter().enumerate() {
+            if !self.started {
+                if b.is_ascii_whitespace() {
+                    continue;
+                }
+                self.started = true;
+                match b {
+                    b'{' | b'[' => self.depth = 1,
+                    b'"' => self.in_string = true,
+                    _ => self.scalar = true,
+                }
+                continue;
+            }
+            if self.in_string {
+                if self.escape {
+                    self.escape = false;
+                } else if b == b'\\' {
+                    self.escape = true;
+                } else if b == b'"' {
+                    self.in_string = false;
+                    if self.depth == 0 {
+                        return Some(i + 1);
+                    }
+                }
+                continue;
+            }
+            if self.scalar {
+                if matches!(b, b',' | b']' | b'}') || b.is_ascii_whitespace() {
+                    return Some(i);
+                }
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    if self.depth == 0 {
+                        return Some(i + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records what reached the builder.
+    #[derive(Default)]
+    struct Recorder {
+        names: Vec<String>,
+        top: Vec<(String, String)>,
+    }
+
+    impl TraceBuilder for Recorder {
+        fn top_level(&mut self, key: &str, value: &RawValue, _: &mut DiagnosticSink) {
+            self.top.push((key.to_owned(), value.get().to_owned()));
+        }
+        fn wants_top_level(&self, key: &str) -> bool {
+            key == "distributedInfo"
+        }
+        fn event(&mut self, event: &RawEvent<'_>, _: EventPlace, _: &mut DiagnosticSink) -> bool {
+            self.names.push(event.name().to_owned());
+            true
+        }
+        fn finish(self, _: &mut DiagnosticSink) -> Vec<Worker> {
+            let top = self.top.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";");
+            let w = Worker { source: format!("{}|{top}", self.names.join(",")), ..Worker::default() };
+            vec![w]
+        }
+    }
+
+    /// Feeds `doc` in chunks of `chunk` bytes; returns "names|top-level" and the diagnostics.
+    fn read(doc: &[u8], chunk: usize) -> (String, Vec<String>) {
+        let mut diags = DiagnosticSink::new("t.json");
+        let mut parser: Box<dyn ContentParser> = Box::new(TraceDocument::new(Recorder::default()));
+        for c in doc.chunks(chunk.max(1)) {
+            parser.feed(c, &mut diags);
+        }
+        let (workers, _) = parser.finish(&mut diags);
+        let summary = workers.first().map(|w| w.source.clone()).unwrap_or_default();
+        (summary, diags.finish().iter().map(|d| d.message.clone()).collect())
+    }
+
+    #[test]
+    fn reads_any_key_order_and_chunking() {
+        let doc = br#"{"schemaVersion":1,"deviceProperties":[{"name":"A100","x":[1,{"y":"]}"}]}],
+            "traceEvents":[{"ph":"X","name":"a\"b","ts":1},
+            {"name":"c","ph":"X"} , {"name":"\u00e9"}],
+            "distributedInfo":{"rank":3},"baseTimeNanoseconds":5}"#;
+        for chunk in [1, 2, 3, 5, 64, 10_000] {
+            let (summary, diags) = read(doc, chunk);
+            assert_eq!(summary, "a\"b,c,é|distributedInfo={\"rank\":3}", "chunk {chunk}");
+            assert!(diags.is_empty(), "{diags:?}");
+        }
+    }
+
+    #[test]
+    fn reads_a_bare_array_even_without_its_closing_bracket() {
+        let (summary, diags) = read(br#"[{"name":"a"},{"name":"b"},"#, 4);
+        assert_eq!(summary, "a,b|");
+        assert!(diags.is_empty(), "{diags:?}");
+    }
+
+    #[test]
+    fn survives_bad_events_and_reports_truncation() {
+        let doc = b"{\"traceEvents\":[{\"name\":\"ok\"},{\"name\":\"tab\there\xff\"},{\"name\":\"x\",\"ts\":1,},7,{\"name\":\"last\"},{\"name\":\"cut";
+        let (summary, diags) = read(doc, 3);
+        assert_eq!(summary, "ok,tab here\u{fffd},last|");
+        assert_eq!(diags.len(), 4, "{diags:?}");
+        assert!(diags[0].contains("control characters"));
+        assert!(diags[1].contains("unreadable event"));
+        assert!(diags[2].contains("not an object"));
+        assert!(diags[3].contains("ends early"));
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_document() {
+        let (_, diags) = read(b"  nonsense", 4);
+        assert!(diags[0].contains("expected a JSON object or array"), "{diags:?}");
+        let (_, diags) = read(br#"{"traceEvents": 5, "x": 1}"#, 4);
+        assert!(diags[0].contains("not an array"), "{diags:?}");
+        let (_, diags) = read(br#"{"schemaVersion": 1, "devicePro"#, 4);
+        assert!(diags[0].contains("before any trace events"), "{diags:?}");
+    }
+
+    #[test]
+    fn skipper_finds_value_ends() {
+        for (text, end) in [("{\"a\":[1,\"}\"]} tail", 13), ("\"s\\\"\" x", 5), ("123,", 3), ("[[]]", 4)] {
+            assert_eq!(Skipper::default().advance(text.as_bytes()), Some(end), "{text}");
+        }
+        let mut s = Skipper::default();
+        assert_eq!(s.advance(b"{\"a\":"), None);
+        assert_eq!(s.advance(b"\"}\"}"), Some(4));
+    }
+
+    #[test]
+    fn text_ids_hash_to_negative_keys() {
+        assert!(Id::Text(Cow::Borrowed("Spans")).key() < 0);
+        assert_eq!(Id::Int(7).key(), 7);
+    }
+}

@@ -1,0 +1,682 @@
+//! PyTorch profiler (Kineto) traces: one file per rank.
+//!
+//! Steps come from `ProfilerStep#N` on the CPU. When the trace has GPU kernels, time is
+//! accounted on the GPU (NCCL/RCCL kernels are communication, attention kernels attention,
+//! the rest compute), each kernel belonging to the step that launched it; otherwise from CPU
+//! ops on every thread, with collectives on side threads overlapping compute. Sequence
+//! lengths come from the shapes of the outermost attention op of each call.
+
+use serde_json::value::RawValue;
+
+use super::events::{EventPlace, RawEvent, TraceBuilder};
+use super::names::{collective_op, is_attention, is_backend_collective, is_backward, rank_from_file_name};
+use super::numbers::{to_duration, to_nanos, to_u64};
+use super::timeline::{Piece, bucket, partition};
+use crate::diag::{DiagnosticSink, Severity};
+use crate::model::{Collective, CollectiveOp, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep};
+
+const MICROS: i64 = 1000;
+
+#[derive(Clone, Copy, Debug)]
+struct StepMark {
+    number: u64,
+    start: Nanos,
+    end: Nanos,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OpClass {
+    Compute,
+    Attention,
+    Optimizer,
+    DataLoading,
+    /// A communication op (launch or wrapper).
+    Comm(CollectiveOp),
+    /// A span covering a whole collective (`gloo:all_reduce`).
+    Collective(CollectiveOp),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Op {
+    start: Nanos,
+    end: Nanos,
+    thread: i64,
+    class: OpClass,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Kernel {
+    start: Nanos,
+    end: Nanos,
+    kind: SpanKind,
+    op: Option<CollectiveOp>,
+    correlation: Option<u64>,
+}
+
+/// What one attention call reveals about its sequences.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CallShape {
+    /// `batch` sequences padded to `len`.
+    Dense { batch: u32, len: u32 },
+    /// `count` packed sequences of `tokens` in total, the longest `max_len`.
+    Varlen { tokens: u64, count: u32, max_len: u32 },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct AttentionOp {
+    start: Nanos,
+    end: Nanos,
+    thread: i64,
+    backward: bool,
+    shape: Option<CallShape>,
+}
+
+/// Where each step's time went: its window, the intervals inside, its collectives.
+struct StepTime {
+    windows: Vec<(Nanos, Nanos)>,
+    pieces: Vec<Piece>,
+    collectives: Vec<Vec<Collective>>,
+}
+
+pub struct KinetoBuilder {
+    file: String,
+    rank: Option<u32>,
+    host: Option<String>,
+    base_ns: Nanos,
+    steps: Vec<StepMark>,
+    /// GPU copies of the step annotations; a zero-length one marks its step unfinished.
+    gpu_steps: Vec<StepMark>,
+    ops: Vec<Op>,
+    kernels: Vec<Kernel>,
+    /// Kernel launches on the CPU: (correlation id, CPU time).
+    launches: Vec<(u64, Nanos)>,
+    attention: Vec<AttentionOp>,
+    /// `record_function("seqlens=...")` annotations: exact lengths at a CPU time.
+    seqlen_marks: Vec<(Nanos, Vec<u32>)>,
+    comm_threads: Vec<i64>,
+}
+
+impl KinetoBuilder {
+    pub fn new(file: &str) -> Self {
+        KinetoBuilder {
+            file: file.to_owned(),
+            rank: None,
+            host: None,
+            base_ns: 0,
+            steps: Vec::new(),
+            gpu_steps: Vec::new(),
+            ops: Vec::new(),
+            kernels: Vec::new(),
+            launches: Vec::new(),
+            attention: Vec::new(),
+            seqlen_marks: Vec::new(),
+            comm_threads: Vec::new(),
+        }
+    }
+
+    fn complete_event(&mut self, ev: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> bool {
+        let cat = ev.cat();
+        let interesting = matches!(
+            cat,
+            "user_annotation"
+                | "gpu_user_annotation"
+                | "cpu_op"
+                | "operator"
+                | "Operator"
+                | "kernel"
+                | "Kernel"
+                | "gpu_memcpy"
+                | "gpu_memset"
+                | "Memcpy"
+                | "Memset"
+                | "cuda_runtime"
+                | "cuda_driver"
+                | "Runtime"
+        );
+        if !interesting {
+            return false;
+        }
+        let Some((start, end)) = interval(ev, place, diags) else {
+            return false;
+        };
+        let name = ev.name();
+        let thread = ev.tid.as_ref().map_or(0, |t| t.key());
+        match cat {
+            "user_annotation" => self.annotation(name, start, end, thread),
+            "gpu_user_annotation" => {
+                match name.strip_prefix("ProfilerStep#").and_then(|n| n.trim().parse::<u64>().ok()) {
+                    Some(number) => {
+                        self.gpu_steps.push(StepMark { number, start, end });
+                        true
+                    }
+                    None => false,
+                }
+            }
+            "cpu_op" | "operator" | "Operator" => {
+                let class = if is_attention(name) {
+                    let backward = is_backward(name);
+                    let shape = if backward {
+                        None
+                    } else {
+                        ev.args.as_ref().and_then(|a| call_shape(name, a.input_dims, a.concrete_inputs))
+                    };
+                    self.attention.push(AttentionOp { start, end, thread, backward, shape });
+                    OpClass::Attention
+                } else if let Some(op) = collective_op(name) {
+                    if is_backend_collective(name) { OpClass::Collective(op) } else { OpClass::Comm(op) }
+                } else {
+                    OpClass::Compute
+                };
+                self.ops.push(Op { start, end, thread, class });
+                true
+            }
+            "cuda_runtime" | "cuda_driver" | "Runtime" => {
+                let correlation = ev.args.as_ref().and_then(|a| a.correlation).and_then(|c| to_u64(c.get()));
+                if let Some(c) = correlation {
+                    self.launches.push((c, start));
+                }
+                correlation.is_some()
+            }
+            _ => {
+                let is_memory = matches!(cat, "gpu_memcpy" | "gpu_memset" | "Memcpy" | "Memset");
+                let named_collective = ev
+                    .args
+                    .as_ref()
+                    .and_then(|a| a.collective_name.as_ref())
+                    .map(|n| collective_op(n.as_str()).unwrap_or(CollectiveOp::Other));
+                let op = named_collective.or_else(|| if is_memory { None } else { collective_op(name) });
+                let kind = if op.is_some() {
+                    SpanKind::Communication
+                } else if is_memory {
+                    SpanKind::Other
+                } else if is_attention(name) {
+                    SpanKind::Attention
+                } else {
+                    SpanKind::Compute
+                };
+                let correlation = ev.args.as_ref().and_then(|a| a.correlation).and_then(|c| to_u64(c.get()));
+                self.kernels.push(Kernel { start, end, kind, op, correlation });
+                true
+            }
+        }
+    }
+
+    fn annotation(&mut self, name: &str, start: Nanos, end: Nanos, thread: i64) -> bool {
+        if let Some(n) = name.strip_prefix("ProfilerStep#").and_then(|n| n.trim().parse::<u64>().ok()) {
+            self.steps.push(StepMark { number: n, start, end });
+        } else if let Some(list) = name.strip_prefix("seqlens=") {
+            let lengths = list.split([',', ' ', ';']).filter_map(|x| x.trim().parse::<u32>().ok()).collect();
+            self.seqlen_marks.push((start, lengths));
+        } else if name.starts_with("Optimizer.") {
+            self.ops.push(Op { start, end, thread, class: OpClass::Optimizer });
+        } else if name.contains("DataLoader") {
+            self.ops.push(Op { start, end, thread, class: OpClass::DataLoading });
+        } else if let Some(op) = collective_op(name).filter(|_| is_backend_collective(name)) {
+            self.ops.push(Op { start, end, thread, class: OpClass::Collective(op) });
+        } else {
+            return false;
+        }
+        true
+    }
+
+    /// CPU step windows, sorted, deduplicated, unfinished ones dropped, overlaps clipped.
+    fn step_windows(&mut self, diags: &mut DiagnosticSink) -> Vec<StepMark> {
+        let mut steps = std::mem::take(&mut self.steps);
+        steps.sort_by_key(|s| (s.start, s.number));
+        let unfinished_on_gpu: std::collections::BTreeSet<u64> =
+            self.gpu_steps.iter().filter(|g| g.end <= g.start).map(|g| g.number).collect();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut out: Vec<StepMark> = Vec::with_capacity(steps.len());
+        let last_start = steps.iter().map(|s| s.start).max();
+        for s in steps {
+            if s.end <= s.start || unfinished_on_gpu.contains(&s.number) {
+                let what =
+                    if Some(s.start) == last_start { "the unfinished last step" } else { "a step of zero length" };
+                diags.push(Severity::Info, None, format!("ProfilerStep#{} is {what}; ignored", s.number));
+                continue;
+            }
+            if !seen.insert(s.number) {
+                diags.push(
+                    Severity::Warning,
+                    None,
+                    format!("ProfilerStep#{} appears twice; the second was ignored", s.number),
+                );
+                continue;
+            }
+            out.push(s);
+        }
+        // A profiler stopped mid-step leaves a short last step behind.
+        if out.len() >= 2
+            && let Some(last) = out.last().copied()
+        {
+            let mut others: Vec<Nanos> = out.iter().rev().skip(1).map(|s| s.end - s.start).collect();
+            others.sort_unstable();
+            let median = others.get(others.len() / 2).copied().unwrap_or(0);
+            if (last.end - last.start) * 10 < median {
+                diags.push(
+                    Severity::Info,
+                    None,
+                    format!(
+                        "ProfilerStep#{} looks unfinished ({}, the others take a median {}); ignored",
+                        last.number,
+                        crate::text::seconds(last.end - last.start),
+                        crate::text::seconds(median)
+                    ),
+                );
+                out.pop();
+            }
+        }
+        let mut clipped = 0;
+        let mut i = 1;
+        while i < out.len() {
+            let next_start = out.get(i).map_or(Nanos::MAX, |s| s.start);
+            if let Some(prev) = out.get_mut(i - 1)
+                && prev.end > next_start
+            {
+                prev.end = next_start;
+                clipped += 1;
+            }
+            i += 1;
+        }
+        if clipped > 0 {
+            diags.push(
+                Severity::Warning,
+                None,
+                format!("{clipped} ProfilerStep spans overlap the next step; clipped to where the next begins"),
+            );
+        }
+        out
+    }
+
+    /// GPU time: each kernel belongs to the CPU step that launched it; a step's GPU window runs
+    /// from its first kernel to the next step's first kernel.
+    fn gpu_windows(&self, cpu: &[StepMark]) -> StepTime {
+        let mut launches = self.launches.clone();
+        launches.sort_unstable();
+        let cpu_windows: Vec<(Nanos, Nanos)> = cpu.iter().map(|s| (s.start, s.end)).collect();
+        let step_of = |t: Nanos| -> Option<usize> {
+            let i = cpu_windows.partition_point(|w| w.1 <= t);
+            cpu_windows.get(i).filter(|w| w.0 <= t).map(|_| i)
+        };
+        let mut first: Vec<Option<Nanos>> = vec![None; cpu.len()];
+        let mut last_end: Vec<Nanos> = vec![Nanos::MIN; cpu.len()];
+        let mut owner: Vec<Option<usize>> = Vec::with_capacity(self.kernels.len());
+        for k in &self.kernels {
+            let launch = k
+                .correlation
+                .and_then(|c| launches.binary_search_by_key(&c, |l| l.0).ok())
+                .and_then(|i| launches.get(i))
+                .map(|l| l.1);
+            let step = step_of(launch.unwrap_or(k.start));
+            if let Some(i) = step {
+                if let Some(f) = first.get_mut(i) {
+                    *f = Some(f.map_or(k.start, |v| v.min(k.start)));
+                }
+                if let Some(e) = last_end.get_mut(i) {
+                    *e = (*e).max(k.end);
+                }
+            }
+            owner.push(step);
+        }
+        let mut windows = Vec::with_capacity(cpu.len());
+        for (i, f) in first.iter().enumerate() {
+            let start = f.unwrap_or(Nanos::MAX);
+            let next = first.iter().skip(i + 1).flatten().next().copied();
+            let end = match next {
+                Some(n) => n.max(start),
+                None => last_end.get(i).copied().unwrap_or(start).max(start),
+            };
+            windows.push((start, end));
+        }
+        let mut pieces = Vec::with_capacity(self.kernels.len());
+        let mut collectives: Vec<Vec<Collective>> = vec![Vec::new(); cpu.len()];
+        for (k, step) in self.kernels.iter().zip(owner) {
+            let Some(step) = step else { continue };
+            pieces.push(Piece { start: k.start, end: k.end, kind: k.kind, micro_batch: None });
+            if let (Some(op), Some(list)) = (k.op, collectives.get_mut(step)) {
+                list.push(Collective { start: k.start, end: k.end, op });
+            }
+        }
+        StepTime { windows, pieces, collectives }
+    }
+
+    /// CPU time: ops on every thread, collectives on side threads overlapping compute.
+    fn cpu_time(&self, windows: &[(Nanos, Nanos)]) -> StepTime {
+        let has_spans = self.ops.iter().any(|o| matches!(o.class, OpClass::Collective(_)));
+        let mut pieces = Vec::with_capacity(self.ops.len());
+        let mut collectives: Vec<Vec<Collective>> = vec![Vec::new(); windows.len()];
+        for o in &self.ops {
+            let on_comm_thread = self.comm_threads.contains(&o.thread);
+            let kind = match o.class {
+                OpClass::Compute | OpClass::Attention if on_comm_thread => SpanKind::Communication,
+                OpClass::Compute => SpanKind::Compute,
+                OpClass::Attention => SpanKind::Attention,
+                OpClass::Optimizer => SpanKind::Optimizer,
+                OpClass::DataLoading => SpanKind::DataLoading,
+                OpClass::Comm(_) | OpClass::Collective(_) => SpanKind::Communication,
+            };
+            pieces.push(Piece { start: o.start, end: o.end, kind, micro_batch: None });
+            let op = match o.class {
+                OpClass::Collective(op) => Some(op),
+                OpClass::Comm(op) if !has_spans => Some(op),
+                _ => None,
+            };
+            if let Some(op) = op {
+                let i = windows.partition_point(|w| w.1 <= o.start);
+                if let Some(list) = collectives.get_mut(i).filter(|_| windows.get(i).is_some_and(|w| w.0 <= o.start)) {
+                    list.push(Collective { start: o.start, end: o.end, op });
+                }
+            }
+        }
+        StepTime { windows: windows.to_vec(), pieces, collectives }
+    }
+
+    /// Forward attention calls per step (outermost op of each call, its shape from any op
+    /// inside it), then one entry per document once layer repeats are folded.
+    fn sequences(&self, cpu: &[StepMark]) -> Vec<Option<Vec<CallShape>>> {
+        let mut ops = self.attention.clone();
+        ops.sort_by_key(|o| (o.thread, o.start, std::cmp::Reverse(o.end)));
+        // Outermost calls per thread, with the first shape found inside each.
+        let mut calls: Vec<(Nanos, bool, Option<CallShape>)> = Vec::new();
+        let mut current: Option<(i64, Nanos)> = None;
+        for o in &ops {
+            let inside = current.is_some_and(|(thread, end)| thread == o.thread && o.start < end);
+            if inside {
+                if let Some(last) = calls.last_mut()
+                    && last.2.is_none()
+                {
+                    last.2 = o.shape;
+                }
+                continue;
+            }
+            current = Some((o.thread, o.end));
+            calls.push((o.start, o.backward, o.shape));
+        }
+        calls.sort_by_key(|c| c.0);
+        let mut per_step: Vec<Option<Vec<CallShape>>> = vec![None; cpu.len()];
+        for (start, backward, shape) in calls {
+            let i = cpu.partition_point(|s| s.end <= start);
+            if let Some(slot) = per_step.get_mut(i).filter(|_| cpu.get(i).is_some_and(|s| s.start <= start)) {
+                let list = slot.get_or_insert_with(Vec::new);
+                if let (false, Some(shape)) = (backward, shape) {
+                    list.push(shape);
+                }
+            }
+        }
+        fold_layer_repeats(&mut per_step);
+        per_step
+    }
+}
+
+/// Each document passes through every layer, so the same call shape repeats once per layer in
+/// a row. The layer count is the greatest common divisor of the run lengths; fold by it.
+fn fold_layer_repeats(per_step: &mut [Option<Vec<CallShape>>]) {
+    let mut runs = Vec::new();
+    for calls in per_step.iter().flatten() {
+        let mut i = 0;
+        while i < calls.len() {
+            let run = calls.iter().skip(i).take_while(|c| Some(*c) == calls.get(i)).count();
+            runs.push(run);
+            i += run.max(1);
+        }
+    }
+    let layers = runs.iter().fold(0usize, |g, &r| gcd(g, r));
+    if layers < 2 {
+        return;
+    }
+    for calls in per_step.iter_mut().flatten() {
+        let folded: Vec<CallShape> = calls.iter().step_by(layers).copied().collect();
+        *calls = folded;
+    }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The sequences of a step's attention calls.
+fn sequences_of(calls: &[CallShape]) -> Sequences {
+    let dense: Vec<u32> = calls
+        .iter()
+        .flat_map(|c| match *c {
+            CallShape::Dense { batch, len } => std::iter::repeat_n(len, batch as usize),
+            CallShape::Varlen { .. } => std::iter::repeat_n(0, 0),
+        })
+        .collect();
+    let mut seq = if dense.is_empty() {
+        Sequences::default()
+    } else {
+        Sequences::from_lengths(SequenceKnowledge::DenseShapes, dense)
+    };
+    for c in calls {
+        if let CallShape::Varlen { tokens, count, max_len } = *c {
+            seq.merge(&Sequences::from_bounds(u64::from(count), tokens, max_len));
+        }
+    }
+    seq
+}
+
+/// Sequence information in an attention op's recorded shapes.
+fn call_shape(name: &str, dims: Option<&RawValue>, concrete: Option<&RawValue>) -> Option<CallShape> {
+    let dims: Vec<serde_json::Value> = serde_json::from_str(dims?.get()).ok()?;
+    let shape =
+        |v: &serde_json::Value| -> Option<Vec<u64>> { v.as_array()?.iter().map(serde_json::Value::as_u64).collect() };
+    let q = shape(dims.first()?)?;
+    let to_u32 = |v: u64| u32::try_from(v).ok();
+    match q.as_slice() {
+        // SDPA family: [B, H, S, D]; flash/efficient kernels and flash_attn_func: [B, S, H, D].
+        [b, x, y, _] => {
+            let seq_dim_first = ["flash_attention_forward", "efficient_attention_forward", "flash_attn"]
+                .iter()
+                .any(|p| name.contains(p));
+            let len = if seq_dim_first { *x } else { *y };
+            Some(CallShape::Dense { batch: to_u32(*b)?, len: to_u32(len)? })
+        }
+        // Varlen: q [T, H, D], then cu_seqlens [n + 1]; max_seqlen among the scalar inputs.
+        [t, _, _] => {
+            let cu = dims.iter().skip(1).filter_map(shape).find(|s| s.len() == 1)?;
+            let count = cu.first()?.checked_sub(1)?;
+            let max_len = concrete
+                .and_then(|c| serde_json::from_str::<Vec<serde_json::Value>>(c.get()).ok())
+                .and_then(|c| [5, 6].iter().filter_map(|&i| c.get(i).and_then(|v| to_u64(&v.to_string()))).max())
+                .unwrap_or(*t);
+            Some(CallShape::Varlen { tokens: *t, count: to_u32(count)?, max_len: to_u32(max_len.min(*t))? })
+        }
+        _ => None,
+    }
+}
+
+/// A complete event's interval in nanoseconds, or a diagnostic.
+fn interval(ev: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> Option<(Nanos, Nanos)> {
+    let what = |field: &str, why: &str| format!("\"{}\" has a {field} that {why}; event skipped", ev.name());
+    let start = match ev.ts.map(|t| to_nanos(t.get(), MICROS)) {
+        Some(Ok(t)) => t,
+        Some(Err(e)) => {
+            diags.push(Severity::Warning, place.location(), what("ts", e.describe()));
+            return None;
+        }
+        None => return None,
+    };
+    let dur = match ev.dur.map(|d| to_duration(d.get(), MICROS)) {
+        Some(Ok(d)) => d,
+        Some(Err(e)) => {
+            diags.push(Severity::Warning, place.location(), what("dur", e.describe()));
+            return None;
+        }
+        None => 0,
+    };
+    Some((start, start.checked_add(dur)?))
+}
+
+impl TraceBuilder for KinetoBuilder {
+    fn wants_top_level(&self, key: &str) -> bool {
+        matches!(key, "distributedInfo" | "baseTimeNanoseconds" | "host_name" | "hostname")
+    }
+
+    fn top_level(&mut self, key: &str, value: &RawValue, diags: &mut DiagnosticSink) {
+        match key {
+            "distributedInfo" => {
+                #[derive(serde::Deserialize)]
+                struct Dist<'a> {
+                    #[serde(borrow, default)]
+                    rank: Option<&'a RawValue>,
+                }
+                match serde_json::from_str::<Dist<'_>>(value.get()) {
+                    Ok(Dist { rank: Some(r) }) => match to_u64(r.get()).and_then(|r| u32::try_from(r).ok()) {
+                        Some(r) => self.rank = Some(r),
+                        None => diags.push(
+                            Severity::Warning,
+                            None,
+                            format!("distributedInfo.rank {} is not a rank number", r.get()),
+                        ),
+                    },
+                    Ok(_) => {}
+                    Err(e) => diags.push(Severity::Warning, None, format!("distributedInfo is malformed: {e}")),
+                }
+            }
+            "baseTimeNanoseconds" => self.base_ns = to_nanos(value.get(), 1).unwrap_or(0),
+            _ => self.host = serde_json::from_str::<String>(value.get()).ok(),
+        }
+    }
+
+    fn event(&mut self, ev: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> bool {
+        match ev.phase() {
+            "X" => self.complete_event(ev, place, diags),
+            "M" => {
+                let is_comm_thread = ev.name() == "thread_name"
+                    && ev.args.as_ref().and_then(|a| a.name.as_ref()).is_some_and(|n| {
+                        let n = n.as_str().to_ascii_lowercase();
+                        n.contains("gloo") || n.contains("nccl") || n.contains("comm")
+                    });
+                if is_comm_thread && let Some(t) = &ev.tid {
+                    self.comm_threads.push(t.key());
+                }
+                false
+            }
+            _ => false,
+        }
+    }
+
+    fn finish(mut self, diags: &mut DiagnosticSink) -> Vec<Worker> {
+        let cpu = self.step_windows(diags);
+        if cpu.is_empty() {
+            return Vec::new();
+        }
+        let rank = self.rank.or_else(|| rank_from_file_name(&self.file));
+        if self.rank.is_none() {
+            let msg = match rank {
+                Some(r) => format!("no distributedInfo.rank; rank {r} taken from the file name"),
+                None => "no distributedInfo.rank and no rank in the file name; a rank will be assigned".to_owned(),
+            };
+            diags.push(Severity::Info, None, msg);
+        }
+        let on_gpu = !self.kernels.is_empty();
+        let cpu_windows: Vec<(Nanos, Nanos)> = cpu.iter().map(|s| (s.start, s.end)).collect();
+        let StepTime { windows, pieces, collectives } =
+            if on_gpu { self.gpu_windows(&cpu) } else { self.cpu_time(&cpu_windows) };
+        // Steps with no GPU work at all keep their CPU window.
+        let windows: Vec<(Nanos, Nanos)> =
+            windows.iter().zip(&cpu_windows).map(|(&g, &c)| if g.0 == Nanos::MAX { c } else { g }).collect();
+        let mut order: Vec<usize> = (0..windows.len()).collect();
+        order.sort_by_key(|&i| windows.get(i).copied());
+        let sorted_windows: Vec<(Nanos, Nanos)> = order.iter().filter_map(|&i| windows.get(i).copied()).collect();
+        let buckets = bucket(&sorted_windows, &pieces);
+        let calls = self.sequences(&cpu);
+        let mut steps = Vec::with_capacity(cpu.len());
+        for (&i, bucket) in order.iter().zip(&buckets) {
+            let (Some(mark), Some(&(start, end))) = (cpu.get(i), windows.get(i)) else {
+                continue;
+            };
+            let (spans, totals) = partition(start, end, bucket);
+            let mut sequences = calls.get(i).cloned().flatten().map(|c| sequences_of(&c)).unwrap_or_default();
+            let exact: Vec<u32> = self
+                .seqlen_marks
+                .iter()
+                .filter(|(t, _)| mark.start <= *t && *t < mark.end)
+                .flat_map(|(_, l)| l.iter().copied())
+                .collect();
+            if !exact.is_empty() {
+                sequences = Sequences::from_lengths(SequenceKnowledge::Exact, exact);
+            }
+            let attention = totals.get(SpanKind::Attention);
+            if attention > 0 {
+                sequences.attention = Some(attention);
+            }
+            let mut list = collectives.get(i).cloned().unwrap_or_default();
+            list.sort_by_key(|c| (c.start, c.end));
+            steps.push(WorkerStep {
+                step: mark.number,
+                start,
+                duration: end - start,
+                spans,
+                totals,
+                micro_batches: Vec::new(),
+                collectives: list,
+                sequences,
+            });
+        }
+        steps.sort_by_key(|s| s.step);
+        let mut worker = Worker {
+            rank: rank.unwrap_or(u32::MAX),
+            host: self.host.clone(),
+            source: self.file.clone(),
+            steps,
+            ..Worker::default()
+        };
+        super::assemble::shift_worker(&mut worker, self.base_ns);
+        vec![worker]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn shapes_of_attention_calls() {
+        let dims = raw("[[1, 4, 265, 32], [1, 4, 265, 32], [1, 4, 265, 32], [], []]");
+        assert_eq!(
+            call_shape("aten::scaled_dot_product_attention", Some(&dims), None),
+            Some(CallShape::Dense { batch: 1, len: 265 })
+        );
+        let dims = raw("[[8, 4096, 16, 128], [8, 4096, 16, 128]]");
+        assert_eq!(
+            call_shape("aten::_flash_attention_forward", Some(&dims), None),
+            Some(CallShape::Dense { batch: 8, len: 4096 })
+        );
+        let dims = raw("[[9000, 16, 128], [9000, 16, 128], [9000, 16, 128], [5], [5], [], []]");
+        let concrete = raw(r#"["", "", "", "", "", "4096", "4096", "0.0"]"#);
+        assert_eq!(
+            call_shape("flash_attn::_flash_attn_varlen_forward", Some(&dims), Some(&concrete)),
+            Some(CallShape::Varlen { tokens: 9000, count: 4, max_len: 4096 })
+        );
+        assert_eq!(call_shape("aten::scaled_dot_product_attention", None, None), None);
+    }
+
+    #[test]
+    fn layer_repeats_fold_by_their_common_divisor() {
+        let d = |len| CallShape::Dense { batch: 1, len };
+        // two layers: each document appears twice in a row; two equal documents make a run of 4
+        let mut steps = vec![Some(vec![d(5), d(5), d(7), d(7), d(7), d(7)]), Some(vec![d(3), d(3)]), None];
+        fold_layer_repeats(&mut steps);
+        assert_eq!(steps, vec![Some(vec![d(5), d(7), d(7)]), Some(vec![d(3)]), None]);
+        let mut single = vec![Some(vec![d(5), d(7)])];
+        fold_layer_repeats(&mut single);
+        assert_eq!(single, vec![Some(vec![d(5), d(7)])]);
+    }
+
+    #[test]
+    fn sequences_of_mixed_calls() {
+        let s = sequences_of(&[CallShape::Dense { batch: 2, len: 10 }]);
+        assert_eq!((s.knowledge, s.lengths.clone(), s.sum_sq_low), (SequenceKnowledge::DenseShapes, vec![10, 10], 200));
+        let s = sequences_of(&[CallShape::Varlen { tokens: 100, count: 4, max_len: 70 }]);
+        assert_eq!(
+            (s.knowledge, s.documents, s.sum_sq_low, s.sum_sq_high),
+            (SequenceKnowledge::VarlenBounds, 4, 2500, 7000)
+        );
+    }
+}

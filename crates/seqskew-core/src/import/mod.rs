@@ -1,0 +1,308 @@
+//! Importers: bytes in, [`Worker`]s and diagnostics out.
+//!
+//! One [`FileIngest`] per file takes the file's bytes in chunks of any size (the browser feeds
+//! 32 MiB `Blob` slices, the CLI feeds file reads), recognises gzip by its magic bytes and the
+//! format from the first KiB of content (never from the file name), and streams the content into
+//! that format's parser. Memory is bounded by the model being built, not by the input.
+//! [`assemble`] then merges the files' workers into one [`Job`](crate::model::Job).
+
+mod assemble;
+mod chrome;
+mod events;
+mod gzip;
+mod kineto;
+mod names;
+mod numbers;
+mod sniff;
+mod steplog;
+mod timeline;
+
+use serde::{Deserialize, Serialize};
+
+use crate::diag::{Diagnostic, DiagnosticSink, Severity};
+use crate::model::Worker;
+
+pub use assemble::{Assembled, assemble};
+pub use sniff::{Format, sniff};
+
+/// What came out of one file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileImport {
+    /// The name the user knows the file by (path or file name).
+    pub file: String,
+    /// `None` when the format was not recognised.
+    pub format: Option<Format>,
+    pub compressed: bool,
+    /// Sorted by rank.
+    pub workers: Vec<Worker>,
+    pub stats: ImportStats,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl FileImport {
+    /// True when the file yielded something to analyse.
+    pub fn is_usable(&self) -> bool {
+        self.workers.iter().any(|w| !w.steps.is_empty())
+    }
+
+    /// What `seqskew inspect` and the app's file list show of a file.
+    pub fn summary(&self) -> FileSummary {
+        let mut steps: Vec<u64> = self.workers.iter().flat_map(|w| w.steps.iter().map(|s| s.step)).collect();
+        steps.sort_unstable();
+        steps.dedup();
+        let with_steps = self.workers.iter().filter(|w| !w.steps.is_empty());
+        // Unknown ranks (assigned when the job is assembled) are counted, not listed.
+        let mut ranks: Vec<u32> = with_steps.clone().map(|w| w.rank).filter(|&r| r != u32::MAX).collect();
+        ranks.sort_unstable();
+        let sequences =
+            self.workers.iter().flat_map(|w| w.steps.iter().map(|s| s.sequences.knowledge)).max().unwrap_or_default();
+        FileSummary {
+            path: self.file.clone(),
+            format: self.format,
+            compressed: self.compressed,
+            bytes: self.stats.bytes_in,
+            workers: with_steps.count(),
+            ranks,
+            steps: steps.len(),
+            first_step: steps.first().copied(),
+            last_step: steps.last().copied(),
+            spans: SpanCounts { kept: self.stats.kept, skipped: self.stats.skipped },
+            has_sequence_lengths: sequences != crate::model::SequenceKnowledge::Unknown,
+            sequences,
+            diagnostics: self.diagnostics.clone(),
+        }
+    }
+}
+
+/// A file at a glance (the `files[]` entries of `seqskew inspect --json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FileSummary {
+    pub path: String,
+    /// `null` when the format was not recognised.
+    pub format: Option<Format>,
+    pub compressed: bool,
+    pub bytes: u64,
+    pub workers: usize,
+    pub ranks: Vec<u32>,
+    pub steps: usize,
+    pub first_step: Option<u64>,
+    pub last_step: Option<u64>,
+    pub spans: SpanCounts,
+    pub has_sequence_lengths: bool,
+    pub sequences: crate::model::SequenceKnowledge,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Trace events (or step-log rows) that went into the model, and those that did not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpanCounts {
+    pub kept: u64,
+    pub skipped: u64,
+}
+
+/// Counts for `seqskew inspect` and for the benchmark.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportStats {
+    /// Bytes as given (compressed when gzipped).
+    pub bytes_in: u64,
+    /// Bytes of content after decompression.
+    pub bytes: u64,
+    /// Records read: trace events, or step-log rows.
+    pub records: u64,
+    /// Records that contributed to the model.
+    pub kept: u64,
+    /// Records skipped as irrelevant (python_function, metadata ...) or unusable.
+    pub skipped: u64,
+}
+
+/// A format parser fed with decompressed content.
+trait ContentParser {
+    /// Consumes a chunk of content; `chunk` follows the previous chunk directly.
+    fn feed(&mut self, chunk: &[u8], diags: &mut DiagnosticSink);
+    /// End of content: turn what was gathered into workers.
+    fn finish(self: Box<Self>, diags: &mut DiagnosticSink) -> (Vec<Worker>, ImportStats);
+}
+
+fn parser_for(format: Format, file: &str) -> Box<dyn ContentParser> {
+    match format {
+        Format::Kineto => Box::new(events::TraceDocument::new(kineto::KinetoBuilder::new(file))),
+        Format::ChromeTrace => Box::new(events::TraceDocument::new(chrome::ChromeBuilder::new(file))),
+        Format::StepLogJsonl => Box::new(steplog::JsonlParser::new(file)),
+        Format::StepLogCsv => Box::new(steplog::CsvParser::new(file)),
+    }
+}
+
+/// How many content bytes the sniffer looks at before deciding.
+pub const SNIFF_BYTES: usize = 1024;
+
+/// Content bytes: sniffed first, then parsed.
+enum Content {
+    Sniffing(Vec<u8>),
+    Parsing(Format, Box<dyn ContentParser>),
+    Rejected,
+}
+
+/// Imports one file from chunks of bytes.
+pub struct FileIngest {
+    diags: DiagnosticSink,
+    /// The first bytes, until we know whether the file is gzipped.
+    head: Vec<u8>,
+    gzip: Option<gzip::Gunzip>,
+    decided_compression: bool,
+    content: Content,
+    bytes_in: u64,
+    bytes: u64,
+}
+
+impl std::fmt::Debug for FileIngest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileIngest").field("file", &self.diags.file()).field("bytes_in", &self.bytes_in).finish()
+    }
+}
+
+impl FileIngest {
+    pub fn new(file: &str) -> Self {
+        FileIngest {
+            diags: DiagnosticSink::new(file),
+            head: Vec::new(),
+            gzip: None,
+            decided_compression: false,
+            content: Content::Sniffing(Vec::new()),
+            bytes_in: 0,
+            bytes: 0,
+        }
+    }
+
+    /// Feeds the next chunk of the file's bytes.
+    pub fn feed(&mut self, chunk: &[u8]) {
+        self.bytes_in += chunk.len() as u64;
+        if !self.decided_compression {
+            self.head.extend_from_slice(chunk);
+            if self.head.len() < gzip::MAGIC.len() {
+                return;
+            }
+            let head = std::mem::take(&mut self.head);
+            self.decide_compression(&head);
+            self.feed_raw(&head);
+            return;
+        }
+        self.feed_raw(chunk);
+    }
+
+    /// True once the file is known to be unusable, so the caller can stop reading it.
+    pub fn is_rejected(&self) -> bool {
+        matches!(self.content, Content::Rejected)
+    }
+
+    fn decide_compression(&mut self, head: &[u8]) {
+        self.decided_compression = true;
+        if head.starts_with(&gzip::MAGIC) {
+            self.gzip = Some(gzip::Gunzip::new());
+        }
+    }
+
+    fn feed_raw(&mut self, raw: &[u8]) {
+        if self.is_rejected() {
+            return;
+        }
+        match self.gzip.take() {
+            Some(mut gz) => {
+                let result = gz.feed(raw, &mut |content| self.feed_content(content));
+                if let Err(problem) = result {
+                    self.diags.push(Severity::Error, None, problem);
+                }
+                self.gzip = Some(gz);
+            }
+            None => self.feed_content(raw),
+        }
+    }
+
+    fn feed_content(&mut self, content: &[u8]) {
+        if content.is_empty() {
+            return;
+        }
+        self.bytes += content.len() as u64;
+        match &mut self.content {
+            Content::Parsing(_, parser) => parser.feed(content, &mut self.diags),
+            Content::Sniffing(buf) => {
+                buf.extend_from_slice(content);
+                if buf.len() >= SNIFF_BYTES {
+                    let buf = std::mem::take(buf);
+                    self.start_parsing(&buf);
+                }
+            }
+            Content::Rejected => {}
+        }
+    }
+
+    fn start_parsing(&mut self, sniffed: &[u8]) {
+        match sniff(sniffed) {
+            Ok(format) => {
+                let mut parser = parser_for(format, self.diags.file());
+                parser.feed(sniffed, &mut self.diags);
+                self.content = Content::Parsing(format, parser);
+            }
+            Err(why) => {
+                self.diags.push(Severity::Error, None, why);
+                self.content = Content::Rejected;
+            }
+        }
+    }
+
+    /// Ends the file and returns what it held.
+    pub fn finish(mut self) -> FileImport {
+        if !self.decided_compression {
+            let head = std::mem::take(&mut self.head);
+            self.decide_compression(&head);
+            self.feed_raw(&head);
+        }
+        if let Some(mut gz) = self.gzip.take() {
+            if let Err(problem) = gz.finish(&mut |content| self.feed_content(content)) {
+                self.diags.push(Severity::Error, None, problem);
+            }
+            self.gzip = Some(gz);
+        }
+        if let Content::Sniffing(buf) = &mut self.content {
+            let buf = std::mem::take(buf);
+            if buf.iter().all(u8::is_ascii_whitespace) {
+                let what = if self.bytes_in == 0 { "the file is empty (0 bytes)" } else { "the file has no content" };
+                self.diags.push(Severity::Error, None, what);
+                self.content = Content::Rejected;
+            } else {
+                self.start_parsing(&buf);
+            }
+        }
+        let compressed = self.gzip.is_some();
+        let (format, workers, mut stats) = match std::mem::replace(&mut self.content, Content::Rejected) {
+            Content::Parsing(format, parser) => {
+                let (workers, stats) = parser.finish(&mut self.diags);
+                (Some(format), workers, stats)
+            }
+            Content::Sniffing(_) | Content::Rejected => (None, Vec::new(), ImportStats::default()),
+        };
+        stats.bytes_in = self.bytes_in;
+        stats.bytes = self.bytes;
+        if format.is_some() && !workers.iter().any(|w| !w.steps.is_empty()) && !self.diags.has_errors() {
+            self.diags.push(
+                Severity::Error,
+                None,
+                "no training steps found (no ProfilerStep#N spans, step arguments or step-log rows)",
+            );
+        }
+        FileImport {
+            file: self.diags.file().to_owned(),
+            format,
+            compressed,
+            workers,
+            stats,
+            diagnostics: self.diags.finish(),
+        }
+    }
+}
+
+/// Imports a whole file held in memory (tests, small inputs).
+pub fn import_bytes(file: &str, bytes: &[u8]) -> FileImport {
+    let mut ingest = FileIngest::new(file);
+    ingest.feed(bytes);
+    ingest.finish()
+}

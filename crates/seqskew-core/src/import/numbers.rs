@@ -1,0 +1,133 @@
+//! Numbers read as text, so that epoch microseconds with fractions become exact integer
+//! nanoseconds (a double cannot hold them all) and out-of-range values are caught.
+
+use crate::model::Nanos;
+
+/// Why a number could not be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NumberProblem {
+    NotANumber,
+    OutOfRange,
+    Negative,
+}
+
+impl NumberProblem {
+    pub fn describe(self) -> &'static str {
+        match self {
+            NumberProblem::NotANumber => "is not a number",
+            NumberProblem::OutOfRange => "is beyond the range of 64-bit nanoseconds",
+            NumberProblem::Negative => "is negative",
+        }
+    }
+}
+
+/// JSON number text (or a quoted number) in `unit_ns` units to integer nanoseconds, rounding
+/// to the nearest nanosecond. Accepts `123`, `-4.5`, `"7.25"`, `1.5e3`.
+pub fn to_nanos(raw: &str, unit_ns: i64) -> Result<Nanos, NumberProblem> {
+    let text = raw.trim().trim_matches('"').trim();
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    if digits.contains(['e', 'E']) {
+        return float_to_nanos(text, unit_ns);
+    }
+    let (int_part, frac_part) = digits.split_once('.').unwrap_or((digits, ""));
+    if int_part.is_empty() && frac_part.is_empty() {
+        return Err(NumberProblem::NotANumber);
+    }
+    if !int_part.bytes().all(|b| b.is_ascii_digit()) || !frac_part.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(NumberProblem::NotANumber);
+    }
+    let mut value: i128 = 0;
+    for b in int_part.bytes() {
+        value = value * 10 + i128::from(b - b'0');
+        if value > i128::from(i64::MAX) {
+            return Err(NumberProblem::OutOfRange);
+        }
+    }
+    value *= i128::from(unit_ns);
+    // Fraction digits beyond 18 cannot change the rounded nanosecond.
+    let mut fraction: i128 = 0;
+    let mut denominator: i128 = 1;
+    for b in frac_part.bytes().take(18) {
+        fraction = fraction * 10 + i128::from(b - b'0');
+        denominator *= 10;
+    }
+    if denominator > 1 {
+        value += (fraction * i128::from(unit_ns) * 2 + denominator) / (2 * denominator);
+    }
+    let value = if negative { -value } else { value };
+    i64::try_from(value).map_err(|_| NumberProblem::OutOfRange)
+}
+
+fn float_to_nanos(text: &str, unit_ns: i64) -> Result<Nanos, NumberProblem> {
+    let v: f64 = text.parse().map_err(|_| NumberProblem::NotANumber)?;
+    let ns = v * unit_ns as f64;
+    if !ns.is_finite() || ns.abs() >= 9.2e18 {
+        return Err(NumberProblem::OutOfRange);
+    }
+    Ok(ns.round() as i64)
+}
+
+/// A duration: like [`to_nanos`], but negative values are a problem.
+pub fn to_duration(raw: &str, unit_ns: i64) -> Result<Nanos, NumberProblem> {
+    let ns = to_nanos(raw, unit_ns)?;
+    if ns < 0 { Err(NumberProblem::Negative) } else { Ok(ns) }
+}
+
+/// A non-negative integer (step numbers, ranks, ids), also when quoted or written `7.0`.
+pub fn to_u64(raw: &str) -> Option<u64> {
+    let text = raw.trim().trim_matches('"').trim();
+    let text = text.strip_suffix(".0").unwrap_or(text);
+    text.parse().ok()
+}
+
+/// Seconds as floating-point text, the way Python's `time.perf_counter()` deltas are logged.
+pub fn seconds_to_nanos(raw: &str) -> Result<Nanos, NumberProblem> {
+    to_nanos(raw, 1_000_000_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn microseconds_become_exact_nanoseconds() {
+        for (text, ns) in [
+            ("0", 0),
+            ("1", 1000),
+            ("1.5", 1500),
+            ("\"7.25\"", 7250),
+            ("-4.5", -4500),
+            ("5165937268476.246", 5_165_937_268_476_246),
+            // beyond a double's exact range; the text keeps every digit
+            ("1700000000123456.789", 1_700_000_000_123_456_789),
+            ("0.0004", 0),
+            ("0.0005", 1),
+            ("1.5e3", 1_500_000),
+            (".5", 500),
+        ] {
+            assert_eq!(to_nanos(text, 1000), Ok(ns), "{text}");
+        }
+    }
+
+    #[test]
+    fn rejects_what_it_cannot_hold() {
+        assert_eq!(to_nanos("99999999999999999999", 1000), Err(NumberProblem::OutOfRange));
+        assert_eq!(to_nanos("9223372036854776", 1000), Err(NumberProblem::OutOfRange));
+        assert_eq!(to_nanos("NaN", 1000), Err(NumberProblem::NotANumber));
+        assert_eq!(to_nanos("1e400", 1000), Err(NumberProblem::OutOfRange));
+        assert_eq!(to_nanos("-", 1000), Err(NumberProblem::NotANumber));
+        assert_eq!(to_nanos("1.2.3", 1000), Err(NumberProblem::NotANumber));
+        assert_eq!(to_duration("-3", 1000), Err(NumberProblem::Negative));
+    }
+
+    #[test]
+    fn integers_and_seconds() {
+        assert_eq!(to_u64("\"12\""), Some(12));
+        assert_eq!(to_u64("3.0"), Some(3));
+        assert_eq!(to_u64("-1"), None);
+        assert_eq!(seconds_to_nanos("0.532"), Ok(532_000_000));
+    }
+}

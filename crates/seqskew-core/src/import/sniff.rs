@@ -1,0 +1,164 @@
+//! Recognising a format from the first KiB of content, never from the file name.
+
+use serde::{Deserialize, Serialize};
+
+/// The input formats seqskew reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    /// PyTorch profiler (Kineto) JSON, one file per rank.
+    Kineto,
+    /// Any other Chrome Trace Event Format file, possibly with many workers.
+    ChromeTrace,
+    /// seqskew step log, JSON Lines.
+    StepLogJsonl,
+    /// seqskew step log, CSV.
+    StepLogCsv,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Kineto => "kineto",
+            Format::ChromeTrace => "chrome_trace",
+            Format::StepLogJsonl => "steplog_jsonl",
+            Format::StepLogCsv => "steplog_csv",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Format::Kineto => "PyTorch profiler (Kineto) trace",
+            Format::ChromeTrace => "Chrome trace",
+            Format::StepLogJsonl => "seqskew step log (JSON Lines)",
+            Format::StepLogCsv => "seqskew step log (CSV)",
+        }
+    }
+}
+
+/// Words that only PyTorch profiler output carries near its start.
+const KINETO_MARKERS: &[&str] = &[
+    "\"schemaVersion\"",
+    "\"distributedInfo\"",
+    "\"deviceProperties\"",
+    "\"record_shapes\"",
+    "\"baseTimeNanoseconds\"",
+    "\"trace_id\"",
+    "\"traceName\"",
+    "\"ProfilerStep#",
+    "\"cpu_op\"",
+    "\"cuda_runtime\"",
+    "\"cuda_driver\"",
+    "\"user_annotation\"",
+    "\"gpu_user_annotation\"",
+    "\"python_function\"",
+    "\"process_labels\"",
+];
+
+/// Decides the format of content from its first bytes (at least [`super::SNIFF_BYTES`] unless the
+/// content is shorter). The error explains what the content looks like instead.
+pub fn sniff(head: &[u8]) -> Result<Format, String> {
+    let text = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let start = text.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(text.len());
+    let text = text.get(start..).unwrap_or_default();
+    let Some(&first) = text.first() else {
+        return Err("the file has no content".to_owned());
+    };
+    let has = |needle: &str| contains(text, needle.as_bytes());
+    match first {
+        b'{' if is_steplog_jsonl(text) => Ok(Format::StepLogJsonl),
+        b'{' | b'[' => {
+            if KINETO_MARKERS.iter().any(|m| has(m)) {
+                Ok(Format::Kineto)
+            } else if has("\"traceEvents\"") || has("\"ph\"") {
+                Ok(Format::ChromeTrace)
+            } else if first == b'{' && has("\"step\"") {
+                Err("JSON, but neither a trace (no \"traceEvents\" or \"ph\") nor a step log (each line must be one JSON object with \"step\" and \"rank\")".to_owned())
+            } else {
+                Err("JSON, but not a trace: no \"traceEvents\" or \"ph\" in its first KiB".to_owned())
+            }
+        }
+        _ if is_steplog_csv(text) => Ok(Format::StepLogCsv),
+        _ if looks_binary(text) => Err(
+            "not a trace: binary content (expected JSON, JSON Lines or CSV, optionally gzipped)".to_owned(),
+        ),
+        _ => Err("not a trace: text that is neither JSON nor a step-log CSV (its header must name the columns step and rank)".to_owned()),
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A step log's first line is a complete, small JSON object with a `step` key.
+fn is_steplog_jsonl(text: &[u8]) -> bool {
+    let line = text.split(|&b| b == b'\n').next().unwrap_or_default();
+    if line.len() == text.len() && text.len() >= super::SNIFF_BYTES {
+        return false; // the first line goes on beyond what we saw: a one-line trace
+    }
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        step: Option<serde::de::IgnoredAny>,
+        #[serde(rename = "traceEvents")]
+        trace_events: Option<serde::de::IgnoredAny>,
+    }
+    matches!(serde_json::from_slice::<Probe>(line), Ok(Probe { step: Some(_), trace_events: None }))
+}
+
+/// A step-log CSV header names at least the `step` and `rank` columns.
+fn is_steplog_csv(text: &[u8]) -> bool {
+    let header = text.split(|&b| b == b'\n').next().unwrap_or_default();
+    let Ok(header) = std::str::from_utf8(header) else {
+        return false;
+    };
+    let columns: Vec<&str> = header.split(',').map(|c| c.trim().trim_matches('"')).collect();
+    columns.contains(&"step") && columns.contains(&"rank")
+}
+
+fn looks_binary(text: &[u8]) -> bool {
+    let sample = text.get(..text.len().min(512)).unwrap_or_default();
+    let odd = sample.iter().filter(|&&b| b == 0 || (b < 0x09) || (0x0e..0x20).contains(&b)).count();
+    odd * 20 > sample.len() || std::str::from_utf8(sample).is_err() && odd > 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(input: &str, expected: Result<Format, &str>) {
+        let got = sniff(input.as_bytes());
+        match expected {
+            Ok(format) => assert_eq!(got, Ok(format), "{input}"),
+            Err(fragment) => {
+                let err = got.expect_err(input);
+                assert!(err.contains(fragment), "{err:?} lacks {fragment:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn recognises_each_format() {
+        check(r#"{"schemaVersion": 1, "traceEvents": []}"#, Ok(Format::Kineto));
+        check(r#"{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm"}]}"#, Ok(Format::Kineto));
+        check("\u{feff}  \n[{\"ph\":\"X\",\"name\":\"forward\"}]", Ok(Format::ChromeTrace));
+        check(r#"{"displayTimeUnit": "ms", "traceEvents": [{"ph":"X"}]}"#, Ok(Format::ChromeTrace));
+        check("{\"v\":1,\"step\":3,\"rank\":0,\"step_s\":0.5}\n{\"step\":4}", Ok(Format::StepLogJsonl));
+        check("step,rank,step_s,lengths\n3,0,0.5,12 40\n", Ok(Format::StepLogCsv));
+        check("\"step\",\"rank\"\n", Ok(Format::StepLogCsv));
+    }
+
+    #[test]
+    fn does_not_take_a_one_line_trace_for_a_step_log() {
+        let trace = format!("{{\"step\": 1, \"ph\": \"X\", \"pad\": \"{}\"", "x".repeat(2000));
+        assert_ne!(sniff(trace.as_bytes()), Ok(Format::StepLogJsonl));
+    }
+
+    #[test]
+    fn explains_what_it_is_not() {
+        check("", Err("no content"));
+        check("   \n", Err("no content"));
+        check(r#"{"hello": "world"}"#, Err("not a trace"));
+        check("PK\u{3}\u{4}\u{0}\u{0}\u{0}\u{0}", Err("binary"));
+        check("time,loss\n1,2\n", Err("neither JSON nor a step-log CSV"));
+    }
+}

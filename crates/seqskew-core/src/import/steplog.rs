@@ -1,0 +1,517 @@
+//! seqskew step logs (`seqskew.steplog/1`), JSON Lines and CSV: per (step, rank[, micro-batch])
+//! the times and the sequence lengths, for users who can log them from the training loop,
+//! and the form `seqskew summarize` writes. The format is specified in `docs/formats.md`.
+
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
+
+use super::numbers::{seconds_to_nanos, to_u64};
+use super::{ContentParser, ImportStats};
+use crate::diag::{DiagnosticSink, Location, Severity};
+use crate::model::{
+    Coords, KindTotals, MicroBatch, Nanos, SequenceKnowledge, Sequences, Span, SpanKind, Worker, WorkerStep,
+};
+
+/// The version this reader writes and fully understands.
+pub const STEPLOG_VERSION: u64 = 1;
+
+/// Time fields, in seconds, and the kind each adds to.
+const TIME_FIELDS: [(&str, Option<SpanKind>); 11] = [
+    ("step_s", None),
+    ("start_s", None),
+    ("compute_s", Some(SpanKind::Compute)),
+    ("fwd_s", None),
+    ("bwd_s", None),
+    ("attn_s", Some(SpanKind::Attention)),
+    ("comm_s", Some(SpanKind::Communication)),
+    ("wait_s", Some(SpanKind::CollectiveWait)),
+    ("stall_s", Some(SpanKind::HostStall)),
+    ("optimizer_s", Some(SpanKind::Optimizer)),
+    ("data_s", Some(SpanKind::DataLoading)),
+];
+
+/// One row: a worker-step (no `mb`) or one of its micro-batches.
+#[derive(Clone, Debug, Default)]
+struct Row {
+    line: u64,
+    step: u64,
+    rank: u32,
+    mb: Option<u32>,
+    coords: Coords,
+    host: Option<String>,
+    /// Nanoseconds per field of [`TIME_FIELDS`], where given.
+    times: [Option<Nanos>; TIME_FIELDS.len()],
+    lengths: Option<Vec<u32>>,
+    tokens: Option<u64>,
+    docs: Option<u64>,
+    max_len: Option<u64>,
+}
+
+impl Row {
+    fn time(&self, field: &str) -> Option<Nanos> {
+        TIME_FIELDS.iter().position(|(f, _)| *f == field).and_then(|i| self.times.get(i).copied().flatten())
+    }
+
+    fn sequences(&self) -> Sequences {
+        match (&self.lengths, self.tokens, self.docs) {
+            (Some(l), _, _) => Sequences::from_lengths(SequenceKnowledge::Exact, l.clone()),
+            (None, Some(t), Some(d)) => {
+                Sequences::from_bounds(d, t, u32::try_from(self.max_len.unwrap_or(t)).unwrap_or(u32::MAX))
+            }
+            _ => Sequences::default(),
+        }
+    }
+}
+
+/// Sets one field of a row from its text; `Err` says what is wrong with it.
+fn set_field(row: &mut Row, key: &str, value: &str, seen: &mut (bool, bool)) -> Result<(), String> {
+    let value = value.trim();
+    if value.is_empty() || value == "null" {
+        return Ok(());
+    }
+    let int = |v: &str| to_u64(v).ok_or_else(|| format!("{key} = {v} is not a non-negative integer"));
+    let small = |v: &str| int(v).and_then(|n| u32::try_from(n).map_err(|_| format!("{key} = {v} is too large")));
+    match key {
+        "step" => {
+            row.step = int(value)?;
+            seen.0 = true;
+        }
+        "rank" => {
+            row.rank = small(value)?;
+            seen.1 = true;
+        }
+        "mb" | "micro_batch" => row.mb = Some(small(value)?),
+        "dp" => row.coords.dp = Some(small(value)?),
+        "pp" => row.coords.pp = Some(small(value)?),
+        "tp" => row.coords.tp = Some(small(value)?),
+        "cp" => row.coords.cp = Some(small(value)?),
+        "host" => row.host = Some(value.trim_matches('"').to_owned()),
+        "tokens" => row.tokens = Some(int(value)?),
+        "docs" => row.docs = Some(int(value)?),
+        "max_len" => row.max_len = Some(int(value)?),
+        "lengths" => {
+            let list = value.trim_matches('"').trim_start_matches('[').trim_end_matches(']');
+            let parsed: Result<Vec<u32>, _> =
+                list.split([',', ' ', ';']).filter(|x| !x.trim().is_empty()).map(|x| x.trim().parse::<u32>()).collect();
+            row.lengths =
+                Some(parsed.map_err(|_| format!("lengths = {value} is not a list of non-negative integers"))?);
+        }
+        "v" => {
+            let v = int(value)?;
+            if v > STEPLOG_VERSION {
+                return Err(format!("written by a newer step-log version ({v}); fields this reader knows were read"));
+            }
+        }
+        _ => {
+            if let Some(i) = TIME_FIELDS.iter().position(|(f, _)| *f == key) {
+                let ns = seconds_to_nanos(value).map_err(|e| format!("{key} = {value} {}", e.describe()))?;
+                if ns < 0 && key != "start_s" {
+                    return Err(format!("{key} = {value} is negative"));
+                }
+                if let Some(slot) = row.times.get_mut(i) {
+                    *slot = Some(ns);
+                }
+            }
+            // Unknown fields are tolerated: logs may carry loss, lr, and more.
+        }
+    }
+    Ok(())
+}
+
+/// A worker-step's own row and its micro-batch rows by id.
+type StepRows = (Option<Row>, BTreeMap<u32, Row>);
+
+/// Collects rows and turns them into workers.
+#[derive(Default)]
+struct Rows {
+    rows: Vec<Row>,
+    stats: ImportStats,
+}
+
+impl Rows {
+    fn push(&mut self, row: Row, seen: (bool, bool), diags: &mut DiagnosticSink) {
+        self.stats.records += 1;
+        let missing = match seen {
+            (false, false) => Some("step and rank"),
+            (false, true) => Some("step"),
+            (true, false) => Some("rank"),
+            (true, true) => None,
+        };
+        if let Some(what) = missing {
+            self.stats.skipped += 1;
+            diags.push(Severity::Warning, Some(Location::Line(row.line)), format!("row without {what}; skipped"));
+            return;
+        }
+        self.stats.kept += 1;
+        self.rows.push(row);
+    }
+
+    fn finish(self, diags: &mut DiagnosticSink) -> (Vec<Worker>, ImportStats) {
+        let mut by_rank: BTreeMap<u32, BTreeMap<u64, StepRows>> = BTreeMap::new();
+        for row in self.rows {
+            let entry = by_rank.entry(row.rank).or_default().entry(row.step).or_default();
+            let duplicate = match row.mb {
+                Some(mb) => entry.1.insert(mb, row.clone()).is_some(),
+                None => entry.0.replace(row.clone()).is_some(),
+            };
+            if duplicate {
+                diags.push(
+                    Severity::Warning,
+                    Some(Location::Line(row.line)),
+                    format!(
+                        "a second row for step {} rank {}{}; it replaced the first",
+                        row.step,
+                        row.rank,
+                        row.mb.map(|m| format!(" micro-batch {m}")).unwrap_or_default()
+                    ),
+                );
+            }
+        }
+        let mut workers = Vec::with_capacity(by_rank.len());
+        for (rank, steps) in by_rank {
+            let mut worker = Worker { rank, ..Worker::default() };
+            let mut clock: Nanos = 0;
+            for (step, (row, mbs)) in steps {
+                let first = row.as_ref().or_else(|| mbs.values().next());
+                if let Some(r) = first {
+                    worker.coords = r.coords;
+                    worker.host = worker.host.take().or_else(|| r.host.clone());
+                }
+                match build_step(step, row.as_ref(), &mbs, clock, diags) {
+                    Some(ws) => {
+                        clock = ws.start + ws.duration;
+                        worker.steps.push(ws);
+                    }
+                    None => {
+                        diags.push(Severity::Warning, None, format!("step {step} rank {rank} has no times; skipped"))
+                    }
+                }
+            }
+            workers.push(worker);
+        }
+        (workers, self.stats)
+    }
+}
+
+/// A worker-step from its row and micro-batch rows. Steps without a start follow the previous.
+fn build_step(
+    step: u64,
+    row: Option<&Row>,
+    mbs: &BTreeMap<u32, Row>,
+    clock: Nanos,
+    diags: &mut DiagnosticSink,
+) -> Option<WorkerStep> {
+    let micro_batches: Vec<MicroBatch> = mbs
+        .values()
+        .map(|r| {
+            let fwd = r.time("fwd_s");
+            let bwd = r.time("bwd_s");
+            let forward = fwd.or_else(|| r.time("compute_s").filter(|_| bwd.is_none())).unwrap_or(0);
+            let mut sequences = r.sequences();
+            sequences.attention = r.time("attn_s");
+            MicroBatch {
+                id: r.mb.unwrap_or(0),
+                start: r.time("start_s"),
+                forward,
+                backward: bwd.unwrap_or(0),
+                sequences,
+            }
+        })
+        .collect();
+    let mut totals = KindTotals::default();
+    let given = |field: &str| row.and_then(|r| r.time(field));
+    for (field, kind) in TIME_FIELDS {
+        if let (Some(kind), Some(ns)) = (kind, given(field)) {
+            totals.add(kind, ns);
+        }
+    }
+    let mb_compute: Nanos = micro_batches.iter().map(MicroBatch::compute).sum();
+    let mb_attention: Nanos = micro_batches.iter().filter_map(|m| m.sequences.attention).sum();
+    if given("compute_s").is_none() {
+        totals.add(SpanKind::Compute, mb_compute);
+    }
+    if given("attn_s").is_none() {
+        totals.add(SpanKind::Attention, mb_attention);
+    }
+    // compute_s is all compute, attention included: keep the kinds disjoint.
+    let attention = totals.get(SpanKind::Attention);
+    let compute = totals.get(SpanKind::Compute);
+    totals.add(SpanKind::Compute, -attention.min(compute));
+    let known = totals.sum();
+    let duration = given("step_s").unwrap_or(known);
+    if duration <= 0 {
+        return None;
+    }
+    if known > duration {
+        let line = row.map(|r| r.line);
+        diags.push(
+            Severity::Warning,
+            line.map(Location::Line),
+            format!(
+                "step {step}: the parts ({:.6} s) exceed step_s ({:.6} s)",
+                known as f64 / 1e9,
+                duration as f64 / 1e9
+            ),
+        );
+    }
+    totals.add(SpanKind::Other, (duration - known).max(0));
+    let duration = duration.max(known);
+    let start = given("start_s").or_else(|| micro_batches.iter().filter_map(|m| m.start).min()).unwrap_or(clock);
+    let mut sequences = row.map(Row::sequences).unwrap_or_default();
+    if !sequences.is_known() {
+        for mb in &micro_batches {
+            sequences.merge(&Sequences { attention: None, ..mb.sequences.clone() });
+        }
+    }
+    if attention > 0 {
+        sequences.attention = Some(attention);
+    }
+    let spans = schematic_spans(start, &totals, &micro_batches);
+    Some(WorkerStep { step, start, duration, spans, totals, micro_batches, collectives: Vec::new(), sequences })
+}
+
+/// A step log has no timeline, only totals: lay them out in the usual order of a step (data,
+/// micro-batches' compute, communication, optimizer, the rest), marked as schematic in the docs.
+fn schematic_spans(start: Nanos, totals: &KindTotals, micro_batches: &[MicroBatch]) -> Vec<Span> {
+    let mut spans = Vec::new();
+    let mut t = start;
+    let mut push = |kind: SpanKind, duration: Nanos, micro_batch: Option<u32>, spans: &mut Vec<Span>| {
+        if duration > 0 {
+            spans.push(Span { start: t, duration, kind, micro_batch });
+            t += duration;
+        }
+    };
+    push(SpanKind::DataLoading, totals.get(SpanKind::DataLoading), None, &mut spans);
+    let compute = totals.get(SpanKind::Compute) + totals.get(SpanKind::Attention);
+    let mb_total: Nanos = micro_batches.iter().map(MicroBatch::compute).sum();
+    if mb_total > 0 && compute > 0 {
+        // Micro-batches in proportion to their measured compute.
+        for mb in micro_batches {
+            push(SpanKind::Compute, compute * mb.compute() / mb_total, Some(mb.id), &mut spans);
+        }
+    } else {
+        push(SpanKind::Compute, compute, None, &mut spans);
+    }
+    for kind in
+        [SpanKind::CollectiveWait, SpanKind::Communication, SpanKind::Optimizer, SpanKind::HostStall, SpanKind::Other]
+    {
+        push(kind, totals.get(kind), None, &mut spans);
+    }
+    spans
+}
+
+/// Splits buffered input into complete lines, keeping the partial last one.
+#[derive(Default)]
+struct Lines {
+    buf: Vec<u8>,
+    line: u64,
+}
+
+impl Lines {
+    fn feed(&mut self, chunk: &[u8], mut each: impl FnMut(u64, &[u8])) {
+        self.buf.extend_from_slice(chunk);
+        let mut consumed = 0;
+        while let Some(nl) = self.buf.get(consumed..).and_then(|rest| rest.iter().position(|&b| b == b'\n')) {
+            self.line += 1;
+            let line = self.buf.get(consumed..consumed + nl).unwrap_or_default();
+            each(self.line, line.strip_suffix(b"\r").unwrap_or(line));
+            consumed += nl + 1;
+        }
+        self.buf.drain(..consumed);
+    }
+
+    fn finish(&mut self, each: impl FnMut(u64, &[u8])) {
+        if !self.buf.is_empty() {
+            self.feed(b"\n", each);
+        }
+    }
+}
+
+pub struct JsonlParser {
+    lines: Lines,
+    rows: Rows,
+}
+
+impl JsonlParser {
+    pub fn new(_file: &str) -> Self {
+        JsonlParser { lines: Lines::default(), rows: Rows::default() }
+    }
+}
+
+fn parse_jsonl_line(rows: &mut Rows, number: u64, line: &[u8], diags: &mut DiagnosticSink) {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    let fields: BTreeMap<&str, &RawValue> = match serde_json::from_slice(line) {
+        Ok(f) => f,
+        Err(e) => {
+            rows.stats.records += 1;
+            rows.stats.skipped += 1;
+            diags.push(Severity::Warning, Some(Location::Line(number)), format!("not a JSON object: {e}; skipped"));
+            return;
+        }
+    };
+    let mut row = Row { line: number, ..Row::default() };
+    let mut seen = (false, false);
+    for (key, value) in fields {
+        let text = value.get();
+        let text = if text.starts_with('"') {
+            serde_json::from_str::<String>(text).unwrap_or_default()
+        } else {
+            text.to_owned()
+        };
+        if let Err(why) = set_field(&mut row, key, &text, &mut seen) {
+            diags.push(Severity::Warning, Some(Location::Line(number)), why);
+        }
+    }
+    rows.push(row, seen, diags);
+}
+
+impl ContentParser for JsonlParser {
+    fn feed(&mut self, chunk: &[u8], diags: &mut DiagnosticSink) {
+        let rows = &mut self.rows;
+        self.lines.feed(chunk, |n, line| parse_jsonl_line(rows, n, line, diags));
+    }
+
+    fn finish(mut self: Box<Self>, diags: &mut DiagnosticSink) -> (Vec<Worker>, ImportStats) {
+        let rows = &mut self.rows;
+        self.lines.finish(|n, line| parse_jsonl_line(rows, n, line, diags));
+        self.rows.finish(diags)
+    }
+}
+
+/// CSV with a header row naming the fields; quoted fields allowed (csv-core).
+pub struct CsvParser {
+    lines: Lines,
+    header: Option<Vec<String>>,
+    rows: Rows,
+}
+
+impl CsvParser {
+    pub fn new(_file: &str) -> Self {
+        CsvParser { lines: Lines::default(), header: None, rows: Rows::default() }
+    }
+}
+
+/// Splits one CSV record into fields.
+fn csv_fields(line: &[u8]) -> Vec<String> {
+    let mut reader = csv_core::Reader::new();
+    let mut fields = Vec::new();
+    let mut input = line;
+    let mut field = Vec::new();
+    let mut out = [0u8; 4096];
+    loop {
+        let (result, read, written) = reader.read_field(input, &mut out);
+        input = input.get(read..).unwrap_or_default();
+        field.extend_from_slice(out.get(..written).unwrap_or_default());
+        match result {
+            csv_core::ReadFieldResult::OutputFull => continue,
+            csv_core::ReadFieldResult::Field { record_end } => {
+                fields.push(String::from_utf8_lossy(&field).into_owned());
+                field.clear();
+                if record_end {
+                    break;
+                }
+            }
+            csv_core::ReadFieldResult::InputEmpty => {
+                if input.is_empty() {
+                    // Tell the reader the record ended.
+                    let (r, _, w) = reader.read_field(&[], &mut out);
+                    field.extend_from_slice(out.get(..w).unwrap_or_default());
+                    if matches!(r, csv_core::ReadFieldResult::Field { .. }) {
+                        fields.push(String::from_utf8_lossy(&field).into_owned());
+                    }
+                    break;
+                }
+            }
+            csv_core::ReadFieldResult::End => break,
+        }
+    }
+    fields
+}
+
+fn parse_csv_line(
+    header: &mut Option<Vec<String>>,
+    rows: &mut Rows,
+    number: u64,
+    line: &[u8],
+    diags: &mut DiagnosticSink,
+) {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    let fields = csv_fields(line);
+    let Some(names) = header.as_ref() else {
+        *header = Some(fields.iter().map(|f| f.trim().to_owned()).collect());
+        return;
+    };
+    if fields.len() != names.len() {
+        diags.push(
+            Severity::Warning,
+            Some(Location::Line(number)),
+            format!("{} fields where the header has {}", fields.len(), names.len()),
+        );
+    }
+    let mut row = Row { line: number, ..Row::default() };
+    let mut seen = (false, false);
+    for (name, value) in names.iter().zip(&fields) {
+        if let Err(why) = set_field(&mut row, name, value, &mut seen) {
+            diags.push(Severity::Warning, Some(Location::Line(number)), why);
+        }
+    }
+    rows.push(row, seen, diags);
+}
+
+impl ContentParser for CsvParser {
+    fn feed(&mut self, chunk: &[u8], diags: &mut DiagnosticSink) {
+        let (header, rows) = (&mut self.header, &mut self.rows);
+        self.lines.feed(chunk, |n, line| parse_csv_line(header, rows, n, line, diags));
+    }
+
+    fn finish(mut self: Box<Self>, diags: &mut DiagnosticSink) -> (Vec<Worker>, ImportStats) {
+        let (header, rows) = (&mut self.header, &mut self.rows);
+        self.lines.finish(|n, line| parse_csv_line(header, rows, n, line, diags));
+        self.rows.finish(diags)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(line: &str) -> Vec<String> {
+        csv_fields(line.as_bytes())
+    }
+
+    #[test]
+    fn csv_fields_with_quotes() {
+        assert_eq!(fields("3,0,\"12, 40\",x"), vec!["3", "0", "12, 40", "x"]);
+        assert_eq!(fields("a,,b"), vec!["a", "", "b"]);
+        assert_eq!(fields("\"he said \"\"hi\"\"\""), vec!["he said \"hi\""]);
+    }
+
+    #[test]
+    fn fields_are_checked() {
+        let mut row = Row::default();
+        let mut seen = (false, false);
+        assert!(set_field(&mut row, "lengths", "[12, 40]", &mut seen).is_ok());
+        assert_eq!(row.lengths, Some(vec![12, 40]));
+        assert!(set_field(&mut row, "lengths", "12 x", &mut seen).is_err());
+        assert!(set_field(&mut row, "step_s", "-1", &mut seen).unwrap_err().contains("negative"));
+        assert!(set_field(&mut row, "rank", "99999999999", &mut seen).unwrap_err().contains("too large"));
+        assert!(set_field(&mut row, "loss", "2.5", &mut seen).is_ok());
+        assert!(set_field(&mut row, "v", "2", &mut seen).unwrap_err().contains("newer"));
+    }
+
+    #[test]
+    fn lines_split_across_chunks() {
+        let mut lines = Lines::default();
+        let mut got = Vec::new();
+        for chunk in [&b"ab"[..], b"c\r\nd", b"e\n\nf"] {
+            lines.feed(chunk, |n, l| got.push((n, String::from_utf8_lossy(l).into_owned())));
+        }
+        lines.finish(|n, l| got.push((n, String::from_utf8_lossy(l).into_owned())));
+        assert_eq!(got, vec![(1, "abc".into()), (2, "de".into()), (3, "".into()), (4, "f".into())]);
+    }
+}

@@ -1,0 +1,249 @@
+//! Turning a worker's overlapping intervals (ops on many threads and streams) into the
+//! model's coarse, non-overlapping timeline and exact per-kind totals.
+//!
+//! Overlap is the rule, not the exception: DDP all-reduces run on side threads while backward
+//! still computes, and GPU streams overlap. An instant belongs to the highest-priority kind
+//! active at that instant, so compute busy time is the union of compute intervals and
+//! communication counts only where nothing computes. An instant with nothing active is a host
+//! stall.
+
+use crate::model::{KindTotals, Nanos, Span, SpanKind};
+
+/// An interval of one kind, as an importer found it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Piece {
+    pub start: Nanos,
+    pub end: Nanos,
+    pub kind: SpanKind,
+    pub micro_batch: Option<u32>,
+}
+
+/// Which kind wins where several are active at once (first wins). Explicit regions (data
+/// loading, optimizer) beat the ops inside them; any compute beats communication in flight.
+const PRIORITY: [SpanKind; 8] = [
+    SpanKind::DataLoading,
+    SpanKind::Optimizer,
+    SpanKind::Attention,
+    SpanKind::Compute,
+    SpanKind::HostStall,
+    SpanKind::CollectiveWait,
+    SpanKind::Communication,
+    SpanKind::Other,
+];
+
+/// A step's timeline keeps at most about this many spans; shorter pieces merge into neighbours.
+pub const MAX_SPANS_PER_STEP: i64 = 256;
+
+fn rank_of(kind: SpanKind) -> usize {
+    PRIORITY.iter().position(|&k| k == kind).unwrap_or(PRIORITY.len())
+}
+
+/// Partitions `[start, end)` among `pieces` (clipped to the window). Returns the coarse
+/// timeline and the exact totals; the totals sum to `end - start`.
+pub fn partition(start: Nanos, end: Nanos, pieces: &[Piece]) -> (Vec<Span>, KindTotals) {
+    let mut totals = KindTotals::default();
+    if end <= start {
+        return (Vec::new(), totals);
+    }
+    // Boundary events: (time, +1/-1, priority rank, micro-batch).
+    let mut edges: Vec<(Nanos, i8, usize, Option<u32>)> = Vec::with_capacity(pieces.len() * 2);
+    for p in pieces {
+        let (s, e) = (p.start.max(start), p.end.min(end));
+        if e > s {
+            let r = rank_of(p.kind);
+            edges.push((s, 1, r, p.micro_batch));
+            edges.push((e, -1, r, p.micro_batch));
+        }
+    }
+    edges.sort_unstable_by_key(|&(t, delta, r, _)| (t, delta, r));
+    let mut active = [0u32; PRIORITY.len() + 1];
+    let mut latest_mb: [Option<u32>; PRIORITY.len() + 1] = [None; PRIORITY.len() + 1];
+    let mut fine: Vec<Span> = Vec::new();
+    let mut cursor = start;
+    let mut edge_iter = edges.iter().peekable();
+    while cursor < end {
+        // Apply every edge at the cursor.
+        while let Some(&&(t, delta, r, mb)) = edge_iter.peek() {
+            if t > cursor {
+                break;
+            }
+            if let Some(slot) = active.get_mut(r) {
+                if delta > 0 {
+                    *slot += 1;
+                    if let Some(m) = latest_mb.get_mut(r) {
+                        *m = mb;
+                    }
+                } else {
+                    *slot = slot.saturating_sub(1);
+                }
+            }
+            edge_iter.next();
+        }
+        let next = edge_iter.peek().map_or(end, |e| e.0.min(end));
+        let winner = active.iter().position(|&n| n > 0);
+        let (kind, mb) = match winner.and_then(|r| PRIORITY.get(r).map(|&k| (k, latest_mb.get(r).copied().flatten()))) {
+            Some(found) => found,
+            None => (SpanKind::HostStall, None),
+        };
+        push_merged(&mut fine, Span { start: cursor, duration: next - cursor, kind, micro_batch: mb });
+        cursor = next;
+    }
+    for s in &fine {
+        totals.add(s.kind, s.duration);
+    }
+    (coarsen(fine, (end - start) / MAX_SPANS_PER_STEP), totals)
+}
+
+fn push_merged(spans: &mut Vec<Span>, span: Span) {
+    if span.duration <= 0 {
+        return;
+    }
+    if let Some(last) = spans.last_mut()
+        && last.kind == span.kind
+        && last.micro_batch == span.micro_batch
+        && last.end() == span.start
+    {
+        last.duration += span.duration;
+        return;
+    }
+    spans.push(span);
+}
+
+/// Groups runs of spans shorter than `min_len` into one span of their dominant kind, keeping
+/// the timeline contiguous; longer spans stay as they are.
+fn coarsen(fine: Vec<Span>, min_len: Nanos) -> Vec<Span> {
+    if min_len <= 0 || fine.len() as i64 <= MAX_SPANS_PER_STEP {
+        return fine;
+    }
+    let mut out: Vec<Span> = Vec::with_capacity(MAX_SPANS_PER_STEP as usize * 2);
+    let mut group = Group::default();
+    for s in fine {
+        if s.duration >= min_len {
+            group.flush(&mut out);
+            push_merged(&mut out, s);
+        } else {
+            group.add(s);
+            if group.len() >= min_len {
+                group.flush(&mut out);
+            }
+        }
+    }
+    group.flush(&mut out);
+    out
+}
+
+/// A run of short spans being folded into one.
+#[derive(Default)]
+struct Group {
+    start: Option<Nanos>,
+    end: Nanos,
+    per_kind: KindTotals,
+    longest: Option<Span>,
+}
+
+impl Group {
+    fn add(&mut self, s: Span) {
+        self.start.get_or_insert(s.start);
+        self.end = s.end();
+        self.per_kind.add(s.kind, s.duration);
+        if self.longest.is_none_or(|l| s.duration > l.duration) {
+            self.longest = Some(s);
+        }
+    }
+
+    fn len(&self) -> Nanos {
+        self.start.map_or(0, |s| self.end - s)
+    }
+
+    fn flush(&mut self, out: &mut Vec<Span>) {
+        let group = std::mem::take(self);
+        let Some(start) = group.start else { return };
+        let kind = SpanKind::ALL.into_iter().max_by_key(|&k| group.per_kind.get(k)).unwrap_or(SpanKind::Other);
+        let micro_batch = group.longest.and_then(|l| l.micro_batch);
+        push_merged(out, Span { start, duration: group.end - start, kind, micro_batch });
+    }
+}
+
+/// Splits pieces among windows (sorted, non-overlapping), clipping each piece to each window
+/// it overlaps. Returns one bucket per window.
+pub fn bucket(windows: &[(Nanos, Nanos)], pieces: &[Piece]) -> Vec<Vec<Piece>> {
+    let mut buckets: Vec<Vec<Piece>> = vec![Vec::new(); windows.len()];
+    for p in pieces {
+        let first = windows.partition_point(|w| w.1 <= p.start);
+        for (w, bucket) in windows.iter().zip(buckets.iter_mut()).skip(first) {
+            if w.0 >= p.end {
+                break;
+            }
+            let clipped = Piece { start: p.start.max(w.0), end: p.end.min(w.1), ..*p };
+            if clipped.end > clipped.start {
+                bucket.push(clipped);
+            }
+        }
+    }
+    buckets
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use SpanKind::*;
+
+    fn piece(start: Nanos, end: Nanos, kind: SpanKind) -> Piece {
+        Piece { start, end, kind, micro_batch: None }
+    }
+
+    fn render(spans: &[Span]) -> String {
+        spans.iter().map(|s| format!("{}+{}:{}", s.start, s.duration, s.kind.name())).collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn compute_is_a_union_and_hides_overlapping_communication() {
+        // Backward on the main thread 0..100, two bucket all-reduces on side threads 60..130 and
+        // 70..150, optimizer 150..170, idle until 200.
+        let pieces = [
+            piece(0, 40, Compute),
+            piece(30, 100, Compute),
+            piece(50, 55, Attention),
+            piece(60, 130, Communication),
+            piece(70, 150, Communication),
+            piece(150, 170, Optimizer),
+        ];
+        let (spans, totals) = partition(0, 200, &pieces);
+        assert_eq!(
+            render(&spans),
+            "0+50:compute 50+5:attention 55+45:compute 100+50:communication 150+20:optimizer 170+30:host_stall"
+        );
+        assert_eq!(totals.get(Compute), 95);
+        assert_eq!(totals.get(Communication), 50);
+        assert_eq!(totals.busy_compute(), 120);
+        assert_eq!(totals.sum(), 200);
+    }
+
+    #[test]
+    fn pieces_outside_the_window_are_clipped() {
+        let (spans, totals) = partition(10, 20, &[piece(0, 15, Compute), piece(18, 40, Communication)]);
+        assert_eq!(render(&spans), "10+5:compute 15+3:host_stall 18+2:communication");
+        assert_eq!(totals.sum(), 10);
+    }
+
+    #[test]
+    fn many_tiny_pieces_are_coarsened_but_totals_stay_exact() {
+        let pieces: Vec<Piece> = (0..10_000).map(|i| piece(i * 10, i * 10 + 5, Compute)).collect();
+        let (spans, totals) = partition(0, 100_000, &pieces);
+        assert!(spans.len() <= MAX_SPANS_PER_STEP as usize + 1, "{}", spans.len());
+        assert_eq!(totals.get(Compute), 50_000);
+        assert_eq!(totals.get(HostStall), 50_000);
+        let covered: Nanos = spans.iter().map(|s| s.duration).sum();
+        assert_eq!(covered, 100_000);
+        assert!(spans.windows(2).all(|w| w[0].end() == w[1].start));
+    }
+
+    #[test]
+    fn bucketing_clips_to_each_window() {
+        let windows = [(0, 10), (10, 20), (30, 40)];
+        let buckets = bucket(&windows, &[piece(5, 35, Compute), piece(41, 50, Compute)]);
+        let lens: Vec<Vec<(Nanos, Nanos)>> =
+            buckets.iter().map(|b| b.iter().map(|p| (p.start, p.end)).collect()).collect();
+        assert_eq!(lens, vec![vec![(5, 10)], vec![(10, 20)], vec![(30, 35)]]);
+    }
+}

@@ -1,0 +1,13 @@
+//! seqskew-core: the pure part of seqskew.
+//!
+//! Bytes go in through [`import`], which streams every supported trace format into the one
+//! [`model::Job`]; the analysis reads only that model. This crate does no IO, knows nothing of
+//! files, the DOM or the clock, and never panics on input: every problem is a
+//! [`diag::Diagnostic`].
+
+#![deny(clippy::indexing_slicing)]
+
+pub mod diag;
+pub mod import;
+pub mod model;
+pub mod text;

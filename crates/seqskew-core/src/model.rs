@@ -1,0 +1,364 @@
+//! The one job model. Every importer produces it; every analysis and view reads it.
+//!
+//! It keeps only what the diagnosis and the views need: per worker and step a coarse,
+//! non-overlapping timeline, exact time totals per kind, micro-batches where the input names
+//! them, the collectives (for transfer-versus-wait), and what is known of the sequences.
+//! All times are integer nanoseconds on one clock per job (importers align the ranks).
+
+use serde::{Deserialize, Serialize};
+
+/// Integer nanoseconds. Times are never floats inside the model.
+pub type Nanos = i64;
+
+/// A whole training job: every worker seen in every imported file, sorted by rank.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    pub workers: Vec<Worker>,
+}
+
+/// One rank's process (a GPU, or a CPU process in CPU-only jobs).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Worker {
+    /// Global rank. Unique within a job.
+    pub rank: u32,
+    pub coords: Coords,
+    pub host: Option<String>,
+    /// Name of the file this worker came from (for messages and the report).
+    pub source: String,
+    /// Sorted by step number, one entry per step.
+    pub steps: Vec<WorkerStep>,
+}
+
+/// Parallelism coordinates, where the input told them. `None` means unknown, not zero.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Coords {
+    pub dp: Option<u32>,
+    pub pp: Option<u32>,
+    pub tp: Option<u32>,
+    pub cp: Option<u32>,
+}
+
+/// One worker's share of one training step.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkerStep {
+    /// The training step number as the input names it (e.g. `ProfilerStep#N`).
+    pub step: u64,
+    pub start: Nanos,
+    pub duration: Nanos,
+    /// Coarse timeline: sorted by start, non-overlapping, inside `[start, start+duration]`.
+    /// Tiny pieces are merged into their neighbours, so use `totals` for exact sums.
+    pub spans: Vec<Span>,
+    /// Exact time per kind inside the step; the kinds partition the step's wall time.
+    pub totals: KindTotals,
+    /// Micro-batches, sorted by id. Empty when the input does not name them.
+    pub micro_batches: Vec<MicroBatch>,
+    /// The step's collective calls in the order this worker issued them.
+    pub collectives: Vec<Collective>,
+    pub sequences: Sequences,
+}
+
+/// What a stretch of a worker's time was spent on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpanKind {
+    /// Non-attention compute (GEMMs, norms, ...).
+    Compute,
+    /// Attention compute: the part whose cost grows with L².
+    Attention,
+    /// Inside a collective or point-to-point transfer, not overlapped by compute. The analysis
+    /// splits it into transfer and waiting across the group.
+    Communication,
+    /// Waiting in a collective, where the input itself says so.
+    CollectiveWait,
+    /// Nothing ran: host-side stalls (GC, Python, launch-bound) and idling.
+    HostStall,
+    Optimizer,
+    DataLoading,
+    Other,
+}
+
+impl SpanKind {
+    pub const ALL: [SpanKind; 8] = [
+        SpanKind::Compute,
+        SpanKind::Attention,
+        SpanKind::Communication,
+        SpanKind::CollectiveWait,
+        SpanKind::HostStall,
+        SpanKind::Optimizer,
+        SpanKind::DataLoading,
+        SpanKind::Other,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SpanKind::Compute => "compute",
+            SpanKind::Attention => "attention",
+            SpanKind::Communication => "communication",
+            SpanKind::CollectiveWait => "collective_wait",
+            SpanKind::HostStall => "host_stall",
+            SpanKind::Optimizer => "optimizer",
+            SpanKind::DataLoading => "data_loading",
+            SpanKind::Other => "other",
+        }
+    }
+
+    /// Work a worker does itself (as opposed to waiting for others or for nothing).
+    pub fn is_compute(self) -> bool {
+        matches!(self, SpanKind::Compute | SpanKind::Attention | SpanKind::Optimizer)
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A piece of the coarse timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Span {
+    pub start: Nanos,
+    pub duration: Nanos,
+    pub kind: SpanKind,
+    pub micro_batch: Option<u32>,
+}
+
+impl Span {
+    pub fn end(&self) -> Nanos {
+        self.start.saturating_add(self.duration)
+    }
+}
+
+/// Exact nanoseconds per [`SpanKind`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindTotals([Nanos; 8]);
+
+impl KindTotals {
+    pub fn get(&self, kind: SpanKind) -> Nanos {
+        self.0.get(kind.index()).copied().unwrap_or(0)
+    }
+
+    pub fn add(&mut self, kind: SpanKind, ns: Nanos) {
+        if let Some(slot) = self.0.get_mut(kind.index()) {
+            *slot = slot.saturating_add(ns);
+        }
+    }
+
+    /// Compute, attention and optimizer time: the work the worker did itself.
+    pub fn busy_compute(&self) -> Nanos {
+        SpanKind::ALL.iter().filter(|k| k.is_compute()).map(|&k| self.get(k)).sum()
+    }
+
+    /// Time inside communication, whether transferring or waiting.
+    pub fn communication(&self) -> Nanos {
+        self.get(SpanKind::Communication) + self.get(SpanKind::CollectiveWait)
+    }
+
+    pub fn sum(&self) -> Nanos {
+        self.0.iter().sum()
+    }
+}
+
+/// A micro-batch, where the input names micro-batches (merged traces, step logs).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MicroBatch {
+    pub id: u32,
+    /// Start of its first compute, when known.
+    pub start: Option<Nanos>,
+    pub forward: Nanos,
+    pub backward: Nanos,
+    pub sequences: Sequences,
+}
+
+impl MicroBatch {
+    pub fn compute(&self) -> Nanos {
+        self.forward.saturating_add(self.backward)
+    }
+}
+
+/// One collective call (all-reduce, all-gather, send/recv ...) as one worker saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Collective {
+    pub start: Nanos,
+    pub end: Nanos,
+    pub op: CollectiveOp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CollectiveOp {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    AllToAll,
+    Broadcast,
+    Barrier,
+    Send,
+    Recv,
+    Other,
+}
+
+/// How much the input revealed about sequence lengths.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SequenceKnowledge {
+    /// Nothing: no attention shapes, no step log.
+    #[default]
+    Unknown,
+    /// Only the bounds varlen attention calls give: tokens, count, max length.
+    VarlenBounds,
+    /// Per-call dense shapes `[B, S]`: each call is B sequences padded to S.
+    DenseShapes,
+    /// Every document's length (step logs, annotations).
+    Exact,
+}
+
+/// What is known of the sequences a worker (or micro-batch) processed in a step.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sequences {
+    pub knowledge: SequenceKnowledge,
+    /// One entry per document (exact, or the padded length for dense shapes); sorted
+    /// descending. Empty when only bounds are known.
+    pub lengths: Vec<u32>,
+    pub documents: u64,
+    pub tokens: u64,
+    pub max_len: u32,
+    /// Σ L², exact when `lengths` is known; otherwise the bounds T²/n ≤ Σ L² ≤ max·T.
+    pub sum_sq_low: u64,
+    pub sum_sq_high: u64,
+    /// Measured attention time (kernels or outermost attention ops), when the input has it.
+    pub attention: Option<Nanos>,
+}
+
+impl Sequences {
+    /// Sequences from exactly known (or padded) lengths.
+    pub fn from_lengths(knowledge: SequenceKnowledge, mut lengths: Vec<u32>) -> Self {
+        lengths.sort_unstable_by(|a, b| b.cmp(a));
+        let tokens = lengths.iter().map(|&l| u64::from(l)).sum();
+        let sum_sq = lengths.iter().map(|&l| u64::from(l) * u64::from(l)).sum();
+        Sequences {
+            knowledge,
+            documents: lengths.len() as u64,
+            tokens,
+            max_len: lengths.first().copied().unwrap_or(0),
+            sum_sq_low: sum_sq,
+            sum_sq_high: sum_sq,
+            lengths,
+            attention: None,
+        }
+    }
+
+    /// Sequences known only by varlen bounds: `tokens` in `documents` sequences, the longest `max_len`.
+    pub fn from_bounds(documents: u64, tokens: u64, max_len: u32) -> Self {
+        let (low, high) = varlen_sum_sq_bounds(documents, tokens, max_len);
+        Sequences {
+            knowledge: SequenceKnowledge::VarlenBounds,
+            lengths: Vec::new(),
+            documents,
+            tokens,
+            max_len,
+            sum_sq_low: low,
+            sum_sq_high: high,
+            attention: None,
+        }
+    }
+
+    pub fn is_known(&self) -> bool {
+        self.knowledge != SequenceKnowledge::Unknown
+    }
+
+    /// Best point estimate of Σ L²: exact where known, the geometric mean of the bounds otherwise.
+    pub fn sum_sq_estimate(&self) -> f64 {
+        if self.sum_sq_low == self.sum_sq_high {
+            return self.sum_sq_low as f64;
+        }
+        ((self.sum_sq_low as f64) * (self.sum_sq_high as f64)).sqrt()
+    }
+
+    /// Adds another set of sequences (e.g. micro-batches into their step). The result knows
+    /// the least of what the parts know.
+    pub fn merge(&mut self, other: &Sequences) {
+        if !other.is_known() && other.attention.is_none() {
+            return;
+        }
+        let was_empty = !self.is_known() && self.documents == 0;
+        self.knowledge = if was_empty { other.knowledge } else { self.knowledge.min(other.knowledge) };
+        if self.knowledge >= SequenceKnowledge::DenseShapes {
+            self.lengths.extend_from_slice(&other.lengths);
+            self.lengths.sort_unstable_by(|a, b| b.cmp(a));
+        } else {
+            self.lengths.clear();
+        }
+        self.documents += other.documents;
+        self.tokens += other.tokens;
+        self.max_len = self.max_len.max(other.max_len);
+        self.sum_sq_low = self.sum_sq_low.saturating_add(other.sum_sq_low);
+        self.sum_sq_high = self.sum_sq_high.saturating_add(other.sum_sq_high);
+        self.attention = match (self.attention, other.attention) {
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+/// For `n` sequences of `tokens` in total, none longer than `max_len`:
+/// T²/n ≤ Σ L² (equal lengths) and Σ L² ≤ max·T (as many maximal ones as fit).
+pub fn varlen_sum_sq_bounds(documents: u64, tokens: u64, max_len: u32) -> (u64, u64) {
+    if documents == 0 || tokens == 0 {
+        return (0, 0);
+    }
+    let low = (u128::from(tokens) * u128::from(tokens) / u128::from(documents)) as u64;
+    let high = u64::from(max_len).saturating_mul(tokens).max(low);
+    (low, high)
+}
+
+impl Job {
+    pub fn steps(&self) -> Vec<u64> {
+        let mut steps: Vec<u64> = self.workers.iter().flat_map(|w| w.steps.iter().map(|s| s.step)).collect();
+        steps.sort_unstable();
+        steps.dedup();
+        steps
+    }
+
+    /// True when any worker-step carries sequence information beyond timing.
+    pub fn has_sequence_lengths(&self) -> bool {
+        self.workers.iter().any(|w| w.steps.iter().any(|s| s.sequences.is_known()))
+    }
+
+    /// The best sequence knowledge any worker-step has.
+    pub fn sequence_knowledge(&self) -> SequenceKnowledge {
+        self.workers.iter().flat_map(|w| w.steps.iter().map(|s| s.sequences.knowledge)).max().unwrap_or_default()
+    }
+
+    /// Number of distinct values of a coordinate (1 when unknown).
+    pub fn group_size(&self, coord: impl Fn(&Coords) -> Option<u32>) -> u32 {
+        let mut values: Vec<u32> = self.workers.iter().filter_map(|w| coord(&w.coords)).collect();
+        values.sort_unstable();
+        values.dedup();
+        (values.len() as u32).max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varlen_bounds_bracket_the_truth() {
+        // lengths 1000, 10, 10: T=1020, n=3, max=1000, Σ L² = 1_000_200
+        let (low, high) = varlen_sum_sq_bounds(3, 1020, 1000);
+        assert!(low <= 1_000_200 && 1_000_200 <= high, "{low} {high}");
+        assert_eq!(varlen_sum_sq_bounds(0, 0, 0), (0, 0));
+    }
+
+    #[test]
+    fn merging_keeps_the_weakest_knowledge() {
+        let mut a = Sequences::from_lengths(SequenceKnowledge::Exact, vec![3, 5]);
+        a.merge(&Sequences::from_bounds(2, 10, 8));
+        assert_eq!(a.knowledge, SequenceKnowledge::VarlenBounds);
+        assert!(a.lengths.is_empty());
+        assert_eq!((a.documents, a.tokens, a.max_len), (4, 18, 8));
+        let mut b = Sequences::default();
+        b.merge(&Sequences::from_lengths(SequenceKnowledge::Exact, vec![2, 9]));
+        assert_eq!(b.lengths, vec![9, 2]);
+        assert_eq!(b.sum_sq_low, 85);
+    }
+}

@@ -1,0 +1,45 @@
+//! Small text helpers shared by messages, the CLI and the app.
+
+/// "3-5, 9" from sorted, distinct values [3, 4, 5, 9].
+pub fn compact_ranges(values: &[u64]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while let Some(&first) = values.get(i) {
+        let mut last = first;
+        while last.checked_add(1).is_some_and(|n| values.get(i + 1) == Some(&n)) {
+            last += 1;
+            i += 1;
+        }
+        parts.push(if first == last { first.to_string() } else { format!("{first}-{last}") });
+        i += 1;
+    }
+    parts.join(", ")
+}
+
+/// Seconds with a unit that suits their size: "812 µs", "41.2 ms", "1.37 s".
+pub fn seconds(ns: i64) -> String {
+    let s = ns as f64 / 1e9;
+    let a = s.abs();
+    if a >= 1.0 {
+        format!("{s:.2} s")
+    } else if a >= 1e-3 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{:.0} µs", s * 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_and_times_read_well() {
+        assert_eq!(compact_ranges(&[3, 4, 5, 9, 11, 12]), "3-5, 9, 11-12");
+        assert_eq!(compact_ranges(&[u64::MAX - 1, u64::MAX]), format!("{}-{}", u64::MAX - 1, u64::MAX));
+        assert_eq!(compact_ranges(&[]), "");
+        assert_eq!(seconds(1_370_000_000), "1.37 s");
+        assert_eq!(seconds(41_200_000), "41.2 ms");
+        assert_eq!(seconds(812_000), "812 µs");
+    }
+}

@@ -1,0 +1,92 @@
+//! The one message pipe between the page and the analysis worker.
+//!
+//! Files cross as `Blob` handles (structured clone: no bytes are copied on the page); the
+//! worker reads them in 32 MiB slices. Results cross as one binary payload (bincode), so even a
+//! 4096-worker job arrives as a single `Uint8Array`, not millions of JS objects.
+
+use gloo::worker::Codec;
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::JsValue;
+
+/// A file handed to the worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InputFile {
+    /// The name shown to the user (relative path for files from dropped folders).
+    pub name: String,
+    pub size: u64,
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub blob: web_sys::Blob,
+}
+
+/// Page → worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Request {
+    /// Import and analyse these files as one job.
+    Analyze { job: u32, files: Vec<InputFile> },
+    /// Stop job `job`; its partial results are discarded.
+    Cancel { job: u32 },
+}
+
+/// Worker → page.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Response {
+    Progress(Progress),
+    /// The job's result, bincode-encoded ([`decode_result`]).
+    Done {
+        job: u32,
+        #[serde(with = "serde_bytes")]
+        payload: Vec<u8>,
+    },
+    Cancelled {
+        job: u32,
+    },
+    /// The worker hit a bug; it is gone and a new one must be started.
+    Crashed {
+        message: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    pub job: u32,
+    pub files_done: u32,
+    pub files_total: u32,
+    pub bytes_done: u64,
+    pub bytes_total: u64,
+    /// Milliseconds since the job started (for the rate and time left).
+    pub elapsed_ms: f64,
+}
+
+/// What a finished job sends back.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobResult {
+    pub files: Vec<seqskew_core::import::FileSummary>,
+    pub job_diagnostics: Vec<seqskew_core::diag::Diagnostic>,
+    pub workers: usize,
+    pub steps: usize,
+}
+
+pub fn encode_result(result: &JobResult) -> Vec<u8> {
+    bincode::serialize(result).unwrap_or_default()
+}
+
+pub fn decode_result(payload: &[u8]) -> Result<JobResult, String> {
+    bincode::deserialize(payload).map_err(|e| format!("could not read the worker's result: {e}"))
+}
+
+/// Messages as JS values (serde-wasm-bindgen), so `Blob`s and byte buffers pass as themselves.
+#[derive(Debug)]
+pub struct JsCodec;
+
+impl Codec for JsCodec {
+    fn encode<I: Serialize>(input: I) -> JsValue {
+        let serializer = serde_wasm_bindgen::Serializer::new().serialize_maps_as_objects(true);
+        input.serialize(&serializer).unwrap_or(JsValue::NULL)
+    }
+
+    fn decode<O: for<'de> Deserialize<'de>>(input: JsValue) -> O {
+        // A message that does not decode is a bug in this file; the panic hook reports it.
+        #[allow(clippy::expect_used)]
+        serde_wasm_bindgen::from_value(input).expect("a worker message that does not decode")
+    }
+}

@@ -1,0 +1,212 @@
+//! The analysis worker: imports the files a job names, slice by slice, and sends back the
+//! result. Between slices it yields to the event loop, so progress goes out and a cancel
+//! comes in while a 4 GB trace is being read.
+
+use std::cell::RefCell;
+
+use gloo::worker::{HandlerId, Registrable, Worker, WorkerScope};
+use seqskew_core::diag::{Diagnostic, Severity};
+use seqskew_core::import::{FileImport, FileIngest, assemble};
+use wasm_bindgen::JsCast;
+
+use crate::protocol::{InputFile, JobResult, JsCodec, Progress, Request, Response, encode_result};
+
+/// Bytes read per slice: large enough to amortise the call, small enough to stay responsive.
+pub const SLICE_BYTES: u64 = 32 << 20;
+
+thread_local! {
+    /// Where a panic is reported: the scope and the bridge of the job being run.
+    static REPORT_TO: RefCell<Option<(WorkerScope<AnalysisWorker>, HandlerId)>> = const { RefCell::new(None) };
+}
+
+/// Runs in the worker context: installs the panic reporter and starts serving the page.
+pub fn register() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = info.to_string();
+        REPORT_TO.with(|r| {
+            if let Ok(r) = r.try_borrow()
+                && let Some((scope, id)) = r.as_ref()
+            {
+                scope.respond(*id, Response::Crashed { message });
+            }
+        });
+    }));
+    AnalysisWorker::registrar().encoding::<JsCodec>().register();
+}
+
+struct RunningJob {
+    id: u32,
+    slice_bytes: u64,
+    files: Vec<InputFile>,
+    /// The file being read and how far.
+    index: usize,
+    offset: u64,
+    ingest: Option<FileIngest>,
+    imports: Vec<FileImport>,
+    bytes_done: u64,
+    bytes_total: u64,
+    started_ms: f64,
+}
+
+#[derive(Debug)]
+pub enum Msg {
+    Continue(u32),
+}
+
+pub struct AnalysisWorker {
+    /// The job being run and the bridge that asked for it.
+    job: Option<(HandlerId, RunningJob)>,
+}
+
+/// Runs a whole job synchronously, returning the payload `Done` would carry (tests, and
+/// callers that already are off the page's thread).
+pub fn run_to_completion(files: Vec<InputFile>, slice_bytes: u64) -> Vec<u8> {
+    let mut job = RunningJob::new(0, files, slice_bytes);
+    while job.read_next_slice() {}
+    encode_result(&job.finish())
+}
+
+impl Worker for AnalysisWorker {
+    type Message = Msg;
+    type Input = Request;
+    type Output = Response;
+
+    fn create(_scope: &WorkerScope<Self>) -> Self {
+        AnalysisWorker { job: None }
+    }
+
+    fn update(&mut self, scope: &WorkerScope<Self>, msg: Msg) {
+        let Msg::Continue(id) = msg;
+        let Some((client, job)) = self.job.as_mut().filter(|(_, j)| j.id == id) else {
+            return;
+        };
+        if job.read_next_slice() {
+            scope.respond(*client, Response::Progress(job.progress()));
+            // A macrotask between slices lets messages (cancel) in.
+            scope.send_future(async move {
+                gloo::timers::future::TimeoutFuture::new(0).await;
+                Msg::Continue(id)
+            });
+            return;
+        }
+        if let Some((client, job)) = self.job.take() {
+            let id = job.id;
+            let result = job.finish();
+            scope.respond(client, Response::Done { job: id, payload: encode_result(&result) });
+        }
+    }
+
+    fn received(&mut self, scope: &WorkerScope<Self>, msg: Request, client: HandlerId) {
+        REPORT_TO.with(|r| *r.borrow_mut() = Some((scope.clone(), client)));
+        match msg {
+            Request::Analyze { job, files } => {
+                self.job = Some((client, RunningJob::new(job, files, SLICE_BYTES)));
+                scope.send_message(Msg::Continue(job));
+            }
+            Request::Cancel { job } => {
+                if self.job.as_ref().is_some_and(|(_, j)| j.id == job) {
+                    self.job = None;
+                }
+                scope.respond(client, Response::Cancelled { job });
+            }
+        }
+    }
+}
+
+impl RunningJob {
+    fn new(id: u32, files: Vec<InputFile>, slice_bytes: u64) -> Self {
+        let bytes_total = files.iter().map(|f| f.size).sum();
+        RunningJob {
+            id,
+            slice_bytes: slice_bytes.max(1),
+            files,
+            index: 0,
+            offset: 0,
+            ingest: None,
+            imports: Vec::new(),
+            bytes_done: 0,
+            bytes_total,
+            started_ms: js_sys::Date::now(),
+        }
+    }
+
+    fn progress(&self) -> Progress {
+        Progress {
+            job: self.id,
+            files_done: self.imports.len() as u32,
+            files_total: self.files.len() as u32,
+            bytes_done: self.bytes_done,
+            bytes_total: self.bytes_total,
+            elapsed_ms: js_sys::Date::now() - self.started_ms,
+        }
+    }
+
+    /// Reads one slice of the current file (finishing it at its end). False when all files are read.
+    fn read_next_slice(&mut self) -> bool {
+        let Some(file) = self.files.get(self.index) else {
+            return false;
+        };
+        let ingest = self.ingest.get_or_insert_with(|| FileIngest::new(&file.name));
+        let end = (self.offset + self.slice_bytes).min(file.size);
+        let read = if self.offset < end && !ingest.is_rejected() {
+            read_slice(&file.blob, self.offset, end)
+        } else {
+            Ok(Vec::new())
+        };
+        match read {
+            Ok(bytes) if !bytes.is_empty() => {
+                ingest.feed(&bytes);
+                self.bytes_done += bytes.len() as u64;
+                self.offset = end;
+                if end < file.size && !ingest.is_rejected() {
+                    return true;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                let mut import = self.ingest.take().map(FileIngest::finish).unwrap_or_default();
+                import.diagnostics.push(Diagnostic::new(
+                    Severity::Error,
+                    &file.name,
+                    None,
+                    format!("the browser could not read the file: {e}"),
+                ));
+                self.imports.push(import);
+                self.next_file();
+                return self.index < self.files.len();
+            }
+        }
+        if let Some(ingest) = self.ingest.take() {
+            self.imports.push(ingest.finish());
+        }
+        self.next_file();
+        self.index < self.files.len()
+    }
+
+    /// Moves to the next file; a file stopped early (rejected, unreadable) counts as read.
+    fn next_file(&mut self) {
+        self.index += 1;
+        self.offset = 0;
+        self.bytes_done = self.files.iter().take(self.index).map(|f| f.size).sum();
+    }
+
+    fn finish(self) -> JobResult {
+        let assembled = assemble(&self.imports);
+        JobResult {
+            files: self.imports.iter().map(FileImport::summary).collect(),
+            job_diagnostics: assembled.diagnostics,
+            workers: assembled.job.workers.len(),
+            steps: assembled.job.steps().len(),
+        }
+    }
+}
+
+fn read_slice(blob: &web_sys::Blob, start: u64, end: u64) -> Result<Vec<u8>, String> {
+    let describe = |e: wasm_bindgen::JsValue| {
+        e.dyn_ref::<js_sys::Error>().map_or_else(|| format!("{e:?}"), |e| String::from(e.message()))
+    };
+    let slice = blob.slice_with_f64_and_f64(start as f64, end as f64).map_err(describe)?;
+    let reader = web_sys::FileReaderSync::new().map_err(describe)?;
+    let buffer = reader.read_as_array_buffer(&slice).map_err(describe)?;
+    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+}

@@ -1,0 +1,9 @@
+// Starts the app: loads the wasm bundle next to this file (any sub-path works).
+"use strict";
+wasm_bindgen("./seqskew-web_bg.wasm").catch(function (err) {
+  var status = document.getElementById("boot-status");
+  if (status) {
+    status.className = "boot error";
+    status.textContent = "seqskew could not start: " + err;
+  }
+});

@@ -1,0 +1,5 @@
+// The analysis worker: the same wasm bundle as the page; its main() sees no window and serves
+// the page's requests instead of rendering.
+"use strict";
+importScripts("./seqskew-web.js");
+wasm_bindgen("./seqskew-web_bg.wasm");
