@@ -7,7 +7,10 @@
 
 #![deny(clippy::indexing_slicing)]
 
+pub mod balance;
 pub mod diag;
+pub mod export;
 pub mod import;
 pub mod model;
+pub mod schedule;
 pub mod text;

@@ -419,12 +419,11 @@ fn micro_batches_and_collectives(records: &[&Record]) -> (Vec<MicroBatch>, Vec<C
         let mb = micro.entry(id).or_insert_with(|| MicroBatch { id, ..MicroBatch::default() });
         mb.start = Some(mb.start.map_or(r.start, |s| s.min(r.start)));
         let d = r.end - r.start;
-        match r.direction {
-            Direction::Backward => mb.backward += d,
-            Direction::Forward | Direction::Unknown => mb.forward += d,
-        }
-        if r.kind == SpanKind::Attention {
-            mb.sequences.attention = Some(mb.sequences.attention.unwrap_or(0) + d);
+        // Attention spans lie inside their micro-batch's compute span: they add to attention only.
+        match (r.kind, r.direction) {
+            (SpanKind::Attention, _) => mb.sequences.attention = Some(mb.sequences.attention.unwrap_or(0) + d),
+            (_, Direction::Backward) => mb.backward += d,
+            (_, Direction::Forward | Direction::Unknown) => mb.forward += d,
         }
     }
     collectives.sort_by_key(|c| (c.start, c.end));

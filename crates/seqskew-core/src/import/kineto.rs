@@ -189,6 +189,8 @@ impl KinetoBuilder {
                     SpanKind::Communication
                 } else if is_memory {
                     SpanKind::Other
+                } else if is_optimizer_kernel(name) {
+                    SpanKind::Optimizer
                 } else if is_attention(name) {
                     SpanKind::Attention
                 } else {
@@ -288,8 +290,9 @@ impl KinetoBuilder {
         out
     }
 
-    /// GPU time: each kernel belongs to the CPU step that launched it; a step's GPU window runs
-    /// from its first kernel to the next step's first kernel.
+    /// GPU time: each kernel belongs to the CPU step that launched it. A step's GPU window
+    /// starts when both its CPU step has begun and the previous step's kernels are done, and
+    /// ends where the next window starts, so host-side gaps stay in the step that caused them.
     fn gpu_windows(&self, cpu: &[StepMark]) -> StepTime {
         let mut launches = self.launches.clone();
         launches.sort_unstable();
@@ -298,8 +301,7 @@ impl KinetoBuilder {
             let i = cpu_windows.partition_point(|w| w.1 <= t);
             cpu_windows.get(i).filter(|w| w.0 <= t).map(|_| i)
         };
-        let mut first: Vec<Option<Nanos>> = vec![None; cpu.len()];
-        let mut last_end: Vec<Nanos> = vec![Nanos::MIN; cpu.len()];
+        let mut gpu_end: Vec<Option<Nanos>> = vec![None; cpu.len()];
         let mut owner: Vec<Option<usize>> = Vec::with_capacity(self.kernels.len());
         for k in &self.kernels {
             let launch = k
@@ -308,26 +310,32 @@ impl KinetoBuilder {
                 .and_then(|i| launches.get(i))
                 .map(|l| l.1);
             let step = step_of(launch.unwrap_or(k.start));
-            if let Some(i) = step {
-                if let Some(f) = first.get_mut(i) {
-                    *f = Some(f.map_or(k.start, |v| v.min(k.start)));
-                }
-                if let Some(e) = last_end.get_mut(i) {
-                    *e = (*e).max(k.end);
-                }
+            if let Some(e) = step.and_then(|i| gpu_end.get_mut(i)) {
+                *e = Some(e.map_or(k.end, |v| v.max(k.end)));
             }
             owner.push(step);
         }
-        let mut windows = Vec::with_capacity(cpu.len());
-        for (i, f) in first.iter().enumerate() {
-            let start = f.unwrap_or(Nanos::MAX);
-            let next = first.iter().skip(i + 1).flatten().next().copied();
-            let end = match next {
-                Some(n) => n.max(start),
-                None => last_end.get(i).copied().unwrap_or(start).max(start),
-            };
-            windows.push((start, end));
-        }
+        let starts: Vec<Nanos> = cpu
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let previous = i.checked_sub(1).and_then(|p| gpu_end.get(p).copied().flatten());
+                previous.map_or(s.start, |p| p.max(s.start))
+            })
+            .collect();
+        let windows: Vec<(Nanos, Nanos)> = starts
+            .iter()
+            .enumerate()
+            .map(|(i, &start)| {
+                let end = match starts.get(i + 1) {
+                    Some(&next) => next,
+                    None => {
+                        gpu_end.get(i).copied().flatten().unwrap_or(Nanos::MIN).max(cpu.get(i).map_or(start, |s| s.end))
+                    }
+                };
+                (start, end.max(start))
+            })
+            .collect();
         let mut pieces = Vec::with_capacity(self.kernels.len());
         let mut collectives: Vec<Vec<Collective>> = vec![Vec::new(); cpu.len()];
         for (k, step) in self.kernels.iter().zip(owner) {
@@ -486,6 +494,11 @@ fn call_shape(name: &str, dims: Option<&RawValue>, concrete: Option<&RawValue>) 
     }
 }
 
+/// Fused optimizer kernels (Adam's multi-tensor apply and the like).
+fn is_optimizer_kernel(name: &str) -> bool {
+    ["multi_tensor_apply", "adam", "Adam", "sgd_", "lamb"].iter().any(|w| name.contains(w))
+}
+
 /// A complete event's interval in nanoseconds, or a diagnostic.
 fn interval(ev: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> Option<(Nanos, Nanos)> {
     let what = |field: &str, why: &str| format!("\"{}\" has a {field} that {why}; event skipped", ev.name());
@@ -574,9 +587,6 @@ impl TraceBuilder for KinetoBuilder {
         let cpu_windows: Vec<(Nanos, Nanos)> = cpu.iter().map(|s| (s.start, s.end)).collect();
         let StepTime { windows, pieces, collectives } =
             if on_gpu { self.gpu_windows(&cpu) } else { self.cpu_time(&cpu_windows) };
-        // Steps with no GPU work at all keep their CPU window.
-        let windows: Vec<(Nanos, Nanos)> =
-            windows.iter().zip(&cpu_windows).map(|(&g, &c)| if g.0 == Nanos::MAX { c } else { g }).collect();
         let mut order: Vec<usize> = (0..windows.len()).collect();
         order.sort_by_key(|&i| windows.get(i).copied());
         let sorted_windows: Vec<(Nanos, Nanos)> = order.iter().filter_map(|&i| windows.get(i).copied()).collect();

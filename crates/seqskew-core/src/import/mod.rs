@@ -24,6 +24,8 @@ use crate::model::Worker;
 
 pub use assemble::{Assembled, assemble};
 pub use sniff::{Format, sniff};
+pub use steplog::STEPLOG_VERSION;
+pub use timeline::{Piece, partition};
 
 /// What came out of one file.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -43,6 +43,8 @@ struct Row {
     /// Nanoseconds per field of [`TIME_FIELDS`], where given.
     times: [Option<Nanos>; TIME_FIELDS.len()],
     lengths: Option<Vec<u32>>,
+    /// The lengths are padded lengths from attention shapes.
+    padded: bool,
     tokens: Option<u64>,
     docs: Option<u64>,
     max_len: Option<u64>,
@@ -55,7 +57,10 @@ impl Row {
 
     fn sequences(&self) -> Sequences {
         match (&self.lengths, self.tokens, self.docs) {
-            (Some(l), _, _) => Sequences::from_lengths(SequenceKnowledge::Exact, l.clone()),
+            (Some(l), _, _) => {
+                let knowledge = if self.padded { SequenceKnowledge::DenseShapes } else { SequenceKnowledge::Exact };
+                Sequences::from_lengths(knowledge, l.clone())
+            }
             (None, Some(t), Some(d)) => {
                 Sequences::from_bounds(d, t, u32::try_from(self.max_len.unwrap_or(t)).unwrap_or(u32::MAX))
             }
@@ -88,6 +93,7 @@ fn set_field(row: &mut Row, key: &str, value: &str, seen: &mut (bool, bool)) -> 
         "cp" => row.coords.cp = Some(small(value)?),
         "host" => row.host = Some(value.trim_matches('"').to_owned()),
         "tokens" => row.tokens = Some(int(value)?),
+        "padded" => row.padded = int(value)? > 0,
         "docs" => row.docs = Some(int(value)?),
         "max_len" => row.max_len = Some(int(value)?),
         "lengths" => {
@@ -258,11 +264,13 @@ fn build_step(
     totals.add(SpanKind::Other, (duration - known).max(0));
     let duration = duration.max(known);
     let start = given("start_s").or_else(|| micro_batches.iter().filter_map(|m| m.start).min()).unwrap_or(clock);
-    let mut sequences = row.map(Row::sequences).unwrap_or_default();
+    // Micro-batch rows know more (varlen bounds per micro-batch are tighter than the step's).
+    let mut sequences = Sequences::default();
+    for mb in &micro_batches {
+        sequences.merge(&Sequences { attention: None, ..mb.sequences.clone() });
+    }
     if !sequences.is_known() {
-        for mb in &micro_batches {
-            sequences.merge(&Sequences { attention: None, ..mb.sequences.clone() });
-        }
+        sequences = row.map(Row::sequences).unwrap_or_default();
     }
     if attention > 0 {
         sequences.attention = Some(attention);
