@@ -1,7 +1,10 @@
 //! `seqskew`: find out why a distributed training job straggles.
 
+mod analyze;
+mod eval;
 mod input;
 mod inspect;
+mod synth;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,12 +33,84 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Diagnose why the job straggles: verdict, evidence, slowdown, what-ifs and the fix.
+    Analyze {
+        /// Trace files or directories (searched recursively).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print the report as JSON (schema seqskew.report/1).
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        /// Print the report as Markdown (for a wiki page or an issue).
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// Write a synthetic job with a known cause: a preset or a configuration file.
+    Synth {
+        /// A named preset (seqlen-imbalance, seqlen-balanced, slow-worker, stage-imbalance,
+        /// comm-bound, gc-stalls, balanced, mixed).
+        #[arg(long, conflicts_with = "config")]
+        preset: Option<String>,
+        /// A JSON configuration (see docs/simulator.md).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Number of steps (overrides the preset's).
+        #[arg(long)]
+        steps: Option<u32>,
+        /// Output directory.
+        #[arg(short, long)]
+        out: PathBuf,
+        /// Formats to write: kineto (one file per rank), chrome (one merged trace), jsonl, csv.
+        #[arg(long, value_delimiter = ',', default_values_t = ["kineto".to_string(), "chrome".to_string(), "jsonl".to_string()])]
+        format: Vec<String>,
+        /// Gzip the files.
+        #[arg(long)]
+        gzip: bool,
+    },
+    /// Generate the labelled corpus, diagnose every job, print the confusion matrix and accuracy.
+    Eval {
+        /// Number of jobs.
+        #[arg(long, default_value_t = 540)]
+        jobs: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Also write the summary and every outcome as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Print each job's result as it finishes.
+        #[arg(short, long)]
+        verbose: bool,
+        /// Instead of scoring, write case N's files and truth to --dump DIR.
+        #[arg(long, requires = "dump")]
+        case: Option<usize>,
+        #[arg(long, requires = "case")]
+        dump: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect { paths, json } => inspect::run(&paths, json),
+        Command::Analyze { paths, json, markdown } => {
+            let output = if json {
+                analyze::Output::Json
+            } else if markdown {
+                analyze::Output::Markdown
+            } else {
+                analyze::Output::Text
+            };
+            analyze::run(&paths, output)
+        }
+        Command::Synth { preset, config, seed, steps, out, format, gzip } => {
+            synth::run(&synth::Options { preset, config, seed, steps, out, formats: format, gzip })
+        }
+        Command::Eval { jobs, seed, json, verbose, case, dump } => match (case, dump) {
+            (Some(id), Some(dir)) => eval::dump(jobs, seed, id, &dir),
+            _ => eval::run(jobs, seed, json.as_deref(), verbose),
+        },
     };
     match result {
         Ok(code) => code,

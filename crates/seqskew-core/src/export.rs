@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use crate::import::STEPLOG_VERSION;
-use crate::model::{Job, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep};
+use crate::model::{CollectiveOp, Job, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep};
 
 /// Exact decimal seconds from nanoseconds: `1.500000000`.
 fn seconds(ns: Nanos) -> String {
@@ -34,6 +34,15 @@ fn step_fields(w: &Worker, s: &WorkerStep) -> Vec<(&'static str, String)> {
         if t.get(kind) > 0 {
             f.push((name, seconds(t.get(kind))));
         }
+    }
+    let p2p: Nanos = s
+        .collectives
+        .iter()
+        .filter(|c| matches!(c.op, CollectiveOp::Send | CollectiveOp::Recv))
+        .map(|c| c.end - c.start)
+        .sum();
+    if p2p > 0 {
+        f.push(("p2p_s", seconds(p2p)));
     }
     sequence_fields(&s.sequences, &mut f);
     f
@@ -108,7 +117,7 @@ pub fn write_steplog_jsonl(job: &Job, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 25] = [
+pub const CSV_COLUMNS: [&str; 26] = [
     "v",
     "step",
     "rank",
@@ -126,6 +135,7 @@ pub const CSV_COLUMNS: [&str; 25] = [
     "attn_s",
     "comm_s",
     "wait_s",
+    "p2p_s",
     "stall_s",
     "optimizer_s",
     "data_s",

@@ -7,10 +7,12 @@
 
 #![deny(clippy::indexing_slicing)]
 
+pub mod analysis;
 pub mod balance;
 pub mod diag;
 pub mod export;
 pub mod import;
 pub mod model;
+pub mod report;
 pub mod schedule;
 pub mod text;

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How document lengths are drawn (tokens).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LengthDist {
     /// exp(N(mu, sigma²)): web-scale pretraining corpora.

@@ -89,8 +89,8 @@ pub struct SimStep {
     pub bins: Vec<Vec<u32>>,
     /// The step with all imbalance and stalls removed (the truth's ideal).
     pub ideal: Nanos,
-    /// The step with one cause removed, per [`Cause::ALL`].
-    pub without: [Nanos; 5],
+    /// The step with only one cause present (the rest ideal), per [`Cause::ALL`].
+    pub only: [Nanos; 5],
 }
 
 impl SimStep {
@@ -338,7 +338,7 @@ fn simulate_step(config: &Config, rng: &mut Rng, number: u64, start: Nanos, trut
     let draws = Draws { bin_cost, noise, stall, transfer, optimizer };
 
     let (end, timelines) = replay(config, &draws, start, ALL, true);
-    let (ideal, without) = if truth {
+    let (ideal, only) = if truth {
         let ideal = replay(
             config,
             &draws,
@@ -347,18 +347,22 @@ fn simulate_step(config: &Config, rng: &mut Rng, number: u64, start: Nanos, trut
             false,
         )
         .0;
-        let without = [
-            replay(config, &draws, start, Keep { imbalance: false, ..ALL }, false).0,
-            replay(config, &draws, start, Keep { slow: false, ..ALL }, false).0,
-            replay(config, &draws, start, Keep { stages: false, ..ALL }, false).0,
-            replay(config, &draws, start, Keep { comm_jitter: false, ..ALL }, false).0,
-            replay(config, &draws, start, Keep { stalls: false, ..ALL }, false).0,
+        // Each cause alone on top of the ideal run (noise travels with the data's variation,
+        // as the diagnosis cannot tell them apart either).
+        let none =
+            Keep { imbalance: false, slow: false, stages: false, comm_jitter: false, stalls: false, noise: false };
+        let only = [
+            replay(config, &draws, start, Keep { imbalance: true, noise: true, ..none }, false).0,
+            replay(config, &draws, start, Keep { slow: true, ..none }, false).0,
+            replay(config, &draws, start, Keep { stages: true, ..none }, false).0,
+            replay(config, &draws, start, Keep { comm_jitter: true, ..none }, false).0,
+            replay(config, &draws, start, Keep { stalls: true, ..none }, false).0,
         ];
-        (ideal - start, without.map(|w| w - start))
+        (ideal - start, only.map(|w| w - start))
     } else {
         (0, [0; 5])
     };
-    SimStep { number, start, end, groups: timelines, bins, ideal, without }
+    SimStep { number, start, end, groups: timelines, bins, ideal, only }
 }
 
 /// Replays the step under `keep`; returns its end and (when `record`) every group's ops.
@@ -401,11 +405,8 @@ fn replay(config: &Config, d: &Draws, start: Nanos, keep: Keep, record: bool) ->
         }
         passes.push(timings);
     }
-    let median_transfer = {
-        let mut t = d.transfer.clone();
-        t.sort_unstable();
-        t.get(t.len() / 2).copied().unwrap_or(0)
-    };
+    // The typical transfer: the median of the jittered distribution.
+    let median_transfer = (config.comm.allreduce_ns * config.comm_slowdown) as Nanos;
     let mut optimizer_end = start;
     let mut groups = Vec::new();
     for p in 0..pp {

@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod eval;
 pub mod job;
 pub mod rng;
 pub mod truth;

@@ -12,7 +12,7 @@ pub const STRAGGLING: f64 = 1.10;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CauseShare {
     pub cause: String,
-    /// Fraction of the slowdown (actual − ideal) this cause alone accounts for.
+    /// Fraction of the slowdown this cause accounts for: its steps with only it present, over the ideal.
     pub share: f64,
 }
 
@@ -44,10 +44,11 @@ pub fn truth(config: &Config, steps: &[SimStep]) -> Truth {
     let actual: i64 = steps.iter().map(SimStep::duration).sum();
     let ideal: i64 = steps.iter().map(|s| s.ideal).sum();
     let slowdown = if ideal > 0 { actual as f64 / ideal as f64 } else { 1.0 };
+    // Each cause's gain: how much longer its steps are with only that cause present.
     let gains: Vec<f64> = Cause::ALL
         .iter()
         .enumerate()
-        .map(|(i, _)| steps.iter().map(|s| (s.duration() - s.without.get(i).copied().unwrap_or(0)).max(0) as f64).sum())
+        .map(|(i, _)| steps.iter().map(|s| (s.only.get(i).copied().unwrap_or(0) - s.ideal).max(0) as f64).sum())
         .collect();
     let total: f64 = gains.iter().sum();
     let mut causes: Vec<CauseShare> = Cause::ALL

@@ -10,14 +10,15 @@ use super::numbers::{seconds_to_nanos, to_u64};
 use super::{ContentParser, ImportStats};
 use crate::diag::{DiagnosticSink, Location, Severity};
 use crate::model::{
-    Coords, KindTotals, MicroBatch, Nanos, SequenceKnowledge, Sequences, Span, SpanKind, Worker, WorkerStep,
+    Collective, CollectiveOp, Coords, KindTotals, MicroBatch, Nanos, SequenceKnowledge, Sequences, Span, SpanKind,
+    Worker, WorkerStep,
 };
 
 /// The version this reader writes and fully understands.
 pub const STEPLOG_VERSION: u64 = 1;
 
 /// Time fields, in seconds, and the kind each adds to.
-const TIME_FIELDS: [(&str, Option<SpanKind>); 11] = [
+const TIME_FIELDS: [(&str, Option<SpanKind>); 12] = [
     ("step_s", None),
     ("start_s", None),
     ("compute_s", Some(SpanKind::Compute)),
@@ -26,6 +27,8 @@ const TIME_FIELDS: [(&str, Option<SpanKind>); 11] = [
     ("attn_s", Some(SpanKind::Attention)),
     ("comm_s", Some(SpanKind::Communication)),
     ("wait_s", Some(SpanKind::CollectiveWait)),
+    // Pipeline send/recv time: part of comm_s, told apart for the replay.
+    ("p2p_s", None),
     ("stall_s", Some(SpanKind::HostStall)),
     ("optimizer_s", Some(SpanKind::Optimizer)),
     ("data_s", Some(SpanKind::DataLoading)),
@@ -276,7 +279,12 @@ fn build_step(
         sequences.attention = Some(attention);
     }
     let spans = schematic_spans(start, &totals, &micro_batches);
-    Some(WorkerStep { step, start, duration, spans, totals, micro_batches, collectives: Vec::new(), sequences })
+    // A step log knows how long pipeline transfers took, not when: one span of that length.
+    let collectives = given("p2p_s")
+        .filter(|&p| p > 0)
+        .map(|p| vec![Collective { start, end: start + p, op: CollectiveOp::Recv }])
+        .unwrap_or_default();
+    Some(WorkerStep { step, start, duration, spans, totals, micro_batches, collectives, sequences })
 }
 
 /// A step log has no timeline, only totals: lay them out in the usual order of a step (data,

@@ -1,0 +1,45 @@
+//! `seqskew analyze`: the verdict, its evidence, the slowdown, the what-ifs and the fix.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use seqskew_core::analysis::{Analysis, analyze};
+use seqskew_core::import::{FileImport, assemble};
+
+use crate::input;
+
+/// How to print the report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    Text,
+    Json,
+    Markdown,
+}
+
+/// Reads and analyses the inputs. `Err` when nothing in them can be analysed.
+pub fn load(paths: &[PathBuf]) -> Result<(Vec<FileImport>, Analysis), String> {
+    let files = input::expand(paths)?;
+    if files.is_empty() {
+        return Err("no trace files found (looked for .json, .json.gz, .jsonl, .csv)".into());
+    }
+    let imports = input::import_all(&files);
+    let assembled = assemble(&imports);
+    if assembled.job.workers.is_empty() {
+        let problems: Vec<String> =
+            imports.iter().flat_map(|i| i.diagnostics.iter().map(ToString::to_string)).collect();
+        return Err(format!("nothing to analyse:\n  {}", problems.join("\n  ")));
+    }
+    let summaries: Vec<_> = imports.iter().map(FileImport::summary).collect();
+    let analysis = analyze(&assembled, &summaries);
+    Ok((imports, analysis))
+}
+
+pub fn run(paths: &[PathBuf], output: Output) -> Result<ExitCode, String> {
+    let (_, analysis) = load(paths)?;
+    let report = &analysis.report;
+    match output {
+        Output::Json => println!("{}", report.to_json()),
+        Output::Markdown | Output::Text => print!("{}", report.to_markdown()),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,121 @@
+//! The cost model: compute ≈ c₀ + c₁·documents + a·tokens + b·Σ L², fitted robustly (Huber
+//! reweighting) with non-negative coefficients, per worker-step and per micro-batch.
+
+use super::frame::{Frame, SeqFeatures};
+use super::stats::{median, nonnegative_least_squares};
+
+/// A fitted model; coefficients in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Fit {
+    pub c0: f64,
+    pub per_doc: f64,
+    pub per_token: f64,
+    pub per_token_sq: f64,
+    pub r2: f64,
+    pub quadratic_share: f64,
+    pub samples: usize,
+}
+
+impl Fit {
+    pub fn predict(&self, f: &SeqFeatures) -> f64 {
+        self.c0 + self.per_doc * f.documents + self.per_token * f.tokens + self.per_token_sq * f.sum_sq
+    }
+
+    /// The cost of one document of `len` tokens (the function a balancer should use).
+    pub fn document_cost(&self, len: f64) -> f64 {
+        self.per_doc + self.per_token * len + self.per_token_sq * len * len
+    }
+
+    /// Good enough to predict with.
+    pub fn usable(&self) -> bool {
+        self.samples >= 4 && self.r2 >= 0.3 && (self.per_token > 0.0 || self.per_token_sq > 0.0)
+    }
+}
+
+/// Fits `y ≈ model(x)` over samples.
+pub fn fit(samples: &[(SeqFeatures, f64)]) -> Option<Fit> {
+    let samples: Vec<&(SeqFeatures, f64)> =
+        samples.iter().filter(|(f, y)| f.known && y.is_finite() && *y > 0.0).collect();
+    if samples.len() < 4 {
+        return None;
+    }
+    let columns = vec![
+        vec![1.0; samples.len()],
+        samples.iter().map(|s| s.0.documents).collect::<Vec<f64>>(),
+        samples.iter().map(|s| s.0.tokens).collect(),
+        samples.iter().map(|s| s.0.sum_sq).collect(),
+    ];
+    let y: Vec<f64> = samples.iter().map(|s| s.1).collect();
+    let mut weights = vec![1.0; y.len()];
+    let mut result = nonnegative_least_squares(&columns, &y, &weights);
+    // Huber reweighting: outliers (a stalled step, a noisy neighbour) pull the fit less.
+    for _ in 0..3 {
+        let residuals: Vec<f64> = (0..y.len())
+            .map(|i| {
+                let fit: f64 = columns.iter().zip(&result.0).map(|(c, b)| c.get(i).copied().unwrap_or(0.0) * b).sum();
+                y.get(i).copied().unwrap_or(0.0) - fit
+            })
+            .collect();
+        let abs: Vec<f64> = residuals.iter().map(|r| r.abs()).collect();
+        let scale = 1.4826 * median(&abs);
+        if scale <= 0.0 {
+            break;
+        }
+        let k = 1.345 * scale;
+        weights = abs.iter().map(|&r| if r <= k { 1.0 } else { k / r }).collect();
+        result = nonnegative_least_squares(&columns, &y, &weights);
+    }
+    let (beta, r2) = result;
+    let get = |i: usize| beta.get(i).copied().unwrap_or(0.0);
+    let mut fit = Fit {
+        c0: get(0),
+        per_doc: get(1),
+        per_token: get(2),
+        per_token_sq: get(3),
+        r2,
+        quadratic_share: 0.0,
+        samples: y.len(),
+    };
+    let predicted: f64 = samples.iter().map(|s| fit.predict(&s.0)).sum();
+    let quadratic: f64 = samples.iter().map(|s| fit.per_token_sq * s.0.sum_sq).sum();
+    fit.quadratic_share = if predicted > 0.0 { quadratic / predicted } else { 0.0 };
+    Some(fit)
+}
+
+/// Per worker-step: the compute of every worker-step whose sequences are known.
+pub fn worker_step_samples(frame: &Frame) -> Vec<(SeqFeatures, f64)> {
+    frame.cells.iter().flatten().flatten().filter(|c| c.seq.known).map(|c| (c.seq, c.compute as f64)).collect()
+}
+
+/// Per micro-batch: forward + backward of every micro-batch whose sequences are known.
+pub fn micro_batch_samples(frame: &Frame) -> Vec<(SeqFeatures, f64)> {
+    frame
+        .cells
+        .iter()
+        .flatten()
+        .flatten()
+        .flat_map(|c| c.passes.iter().zip(&c.mb_seq).filter(|(_, s)| s.known).map(|(p, s)| (*s, (p.0 + p.1) as f64)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recovers_a_known_cost_despite_an_outlier() {
+        let mut samples: Vec<(SeqFeatures, f64)> = (0..40)
+            .map(|i| {
+                let docs = f64::from(2 + i % 5);
+                let tokens = f64::from(1000 + i * 97 % 3000);
+                let sum_sq = tokens * tokens / docs * (1.0 + f64::from(i % 3));
+                let f = SeqFeatures { known: true, documents: docs, tokens, max_len: 0.0, sum_sq };
+                (f, 5e5 + 2e4 * docs + 300.0 * tokens + 0.05 * sum_sq)
+            })
+            .collect();
+        samples.push((samples[0].0, samples[0].1 * 10.0));
+        let fit = fit(&samples).unwrap();
+        assert!((fit.per_token_sq - 0.05).abs() / 0.05 < 0.05, "{fit:?}");
+        assert!(fit.usable() && fit.quadratic_share > 0.05, "{fit:?}");
+    }
+}

@@ -1,0 +1,259 @@
+//! The job as a worker × step table of the numbers the diagnosis uses, with the parallel
+//! layout (data-parallel rank, pipeline stage) each worker holds.
+
+use crate::model::{CollectiveOp, Job, Nanos, SequenceKnowledge, Sequences, SpanKind};
+
+/// A worker's place in the job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slot {
+    pub rank: u32,
+    /// Data-parallel index (0-based, dense).
+    pub dp: usize,
+    /// Pipeline stage index (0-based, dense).
+    pub stage: usize,
+    /// A readable name: "rank 5" or "rank 5 (dp 1, pp 0)".
+    pub label: String,
+}
+
+/// What the diagnosis needs of the sequences in a worker-step or micro-batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SeqFeatures {
+    pub known: bool,
+    pub documents: f64,
+    pub tokens: f64,
+    pub max_len: f64,
+    /// Σ L²: exact, or the best estimate from varlen bounds.
+    pub sum_sq: f64,
+}
+
+impl SeqFeatures {
+    pub fn of(s: &Sequences) -> Self {
+        if !s.is_known() {
+            return SeqFeatures::default();
+        }
+        SeqFeatures {
+            known: true,
+            documents: s.documents as f64,
+            tokens: s.tokens as f64,
+            max_len: f64::from(s.max_len),
+            sum_sq: s.sum_sq_estimate(),
+        }
+    }
+}
+
+/// One worker's numbers in one step.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Cell {
+    pub start: Nanos,
+    pub duration: Nanos,
+    /// Compute and attention (the work that depends on the data).
+    pub compute: Nanos,
+    pub attention: Nanos,
+    pub optimizer: Nanos,
+    /// Inside collectives and transfers (waiting or transferring).
+    pub comm: Nanos,
+    /// The part of `comm` spent in pipeline send/recv (waiting for the neighbouring stage).
+    pub p2p: Nanos,
+    /// The part of `comm` that was transfer, not waiting: for each of its collectives, end −
+    /// the last participant's start. `None` when the input has no collective timestamps.
+    pub transfer: Option<Nanos>,
+    /// Nothing ran, or the host was loading data.
+    pub stall: Nanos,
+    pub other: Nanos,
+    /// Forward and backward compute per micro-batch, in micro-batch order; empty when unknown.
+    pub passes: Vec<(Nanos, Nanos)>,
+    pub seq: SeqFeatures,
+    /// Per micro-batch, in the order of `passes`.
+    pub mb_seq: Vec<SeqFeatures>,
+    /// Per micro-batch attention time, where measured.
+    pub mb_attention: Vec<Option<Nanos>>,
+    /// Where the worker-step is in the job: (worker index, step index within the worker).
+    pub source: (usize, usize),
+}
+
+impl Cell {
+    /// The worker's own work: what it computed and where it stalled (everything but waiting).
+    pub fn work(&self) -> Nanos {
+        self.compute + self.optimizer + self.stall + self.other
+    }
+}
+
+/// The job as a table.
+#[derive(Clone, Debug, Default)]
+pub struct Frame {
+    /// Distinct step numbers, sorted.
+    pub steps: Vec<u64>,
+    /// One per worker, in the job's (rank) order.
+    pub slots: Vec<Slot>,
+    pub stages: usize,
+    pub dp_size: usize,
+    /// `cells[step][worker]`; `None` where a worker lacks a step.
+    pub cells: Vec<Vec<Option<Cell>>>,
+    pub knowledge: SequenceKnowledge,
+}
+
+impl Frame {
+    pub fn cell(&self, step: usize, worker: usize) -> Option<&Cell> {
+        self.cells.get(step).and_then(|row| row.get(worker)).and_then(Option::as_ref)
+    }
+
+    /// Does any micro-batch carry timing?
+    pub fn has_micro_batches(&self) -> bool {
+        self.cells.iter().flatten().flatten().any(|c| c.passes.len() > 1)
+    }
+}
+
+/// Dense indices for the values present, in sorted order.
+fn dense(values: &[Option<u32>]) -> Vec<Option<usize>> {
+    let mut distinct: Vec<u32> = values.iter().flatten().copied().collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    values.iter().map(|v| v.and_then(|v| distinct.binary_search(&v).ok())).collect()
+}
+
+/// Builds the table. Workers without pipeline coordinates are stage 0; without data-parallel
+/// coordinates they are numbered within their stage in rank order (pure data parallelism).
+pub fn build(job: &Job) -> Frame {
+    let stage_of = dense(&job.workers.iter().map(|w| w.coords.pp).collect::<Vec<_>>());
+    let dp_known = dense(&job.workers.iter().map(|w| w.coords.dp).collect::<Vec<_>>());
+    let mut next_dp: Vec<usize> = Vec::new();
+    let mut slots = Vec::with_capacity(job.workers.len());
+    for (i, w) in job.workers.iter().enumerate() {
+        let stage = stage_of.get(i).copied().flatten().unwrap_or(0);
+        if next_dp.len() <= stage {
+            next_dp.resize(stage + 1, 0);
+        }
+        let dp = match dp_known.get(i).copied().flatten() {
+            Some(d) => d,
+            None => {
+                let d = next_dp.get(stage).copied().unwrap_or(0);
+                if let Some(n) = next_dp.get_mut(stage) {
+                    *n += 1;
+                }
+                d
+            }
+        };
+        let label = match (w.coords.dp, w.coords.pp) {
+            (None, None) => format!("rank {}", w.rank),
+            (dp, pp) => format!("rank {} (dp {}, pp {})", w.rank, dp.unwrap_or(0), pp.unwrap_or(0)),
+        };
+        slots.push(Slot { rank: w.rank, dp, stage, label });
+    }
+    let steps = job.steps();
+    let mut cells: Vec<Vec<Option<Cell>>> = vec![vec![None; job.workers.len()]; steps.len()];
+    for (wi, w) in job.workers.iter().enumerate() {
+        for (si, s) in w.steps.iter().enumerate() {
+            let Ok(row) = steps.binary_search(&s.step) else { continue };
+            let t = &s.totals;
+            let cell = Cell {
+                start: s.start,
+                duration: s.duration,
+                compute: t.get(SpanKind::Compute) + t.get(SpanKind::Attention),
+                attention: s.sequences.attention.unwrap_or_else(|| t.get(SpanKind::Attention)),
+                optimizer: t.get(SpanKind::Optimizer),
+                comm: t.communication(),
+                p2p: s
+                    .collectives
+                    .iter()
+                    .filter(|c| matches!(c.op, CollectiveOp::Send | CollectiveOp::Recv))
+                    .map(|c| c.end - c.start)
+                    .sum::<Nanos>()
+                    .min(t.communication()),
+                transfer: None,
+                stall: t.get(SpanKind::HostStall) + t.get(SpanKind::DataLoading),
+                other: t.get(SpanKind::Other),
+                passes: s.micro_batches.iter().map(|m| (m.forward, m.backward)).collect(),
+                seq: SeqFeatures::of(&s.sequences),
+                mb_seq: s.micro_batches.iter().map(|m| SeqFeatures::of(&m.sequences)).collect(),
+                mb_attention: s.micro_batches.iter().map(|m| m.sequences.attention).collect(),
+                source: (wi, si),
+            };
+            if let Some(slot) = cells.get_mut(row).and_then(|r| r.get_mut(wi)) {
+                *slot = Some(cell);
+            }
+        }
+    }
+    measure_transfers(job, &mut cells);
+    let stages = slots.iter().map(|s| s.stage + 1).max().unwrap_or(1);
+    let dp_size = slots.iter().map(|s| s.dp + 1).max().unwrap_or(1);
+    Frame { steps, slots, stages, dp_size, cells, knowledge: job.sequence_knowledge() }
+}
+
+/// Splits collective time into transfer and waiting. Everyone in a collective leaves it at
+/// about the same moment, so the k-th collectives of a step that end together are one
+/// collective; its transfer is its end minus the last participant's start.
+fn measure_transfers(job: &Job, cells: &mut [Vec<Option<Cell>>]) {
+    for row in cells.iter_mut() {
+        let mut by_ordinal: Vec<Vec<(usize, Nanos, Nanos)>> = Vec::new();
+        let mut durations = Vec::new();
+        for (wi, cell) in row.iter().enumerate() {
+            let Some(c) = cell else { continue };
+            durations.push(c.duration);
+            let Some(ws) = job.workers.get(c.source.0).and_then(|w| w.steps.get(c.source.1)) else { continue };
+            let own = ws.collectives.iter().filter(|x| !matches!(x.op, CollectiveOp::Send | CollectiveOp::Recv));
+            for (k, x) in own.enumerate() {
+                if by_ordinal.len() <= k {
+                    by_ordinal.resize(k + 1, Vec::new());
+                }
+                if let Some(list) = by_ordinal.get_mut(k) {
+                    list.push((wi, x.start, x.end));
+                }
+            }
+        }
+        if by_ordinal.is_empty() {
+            continue;
+        }
+        durations.sort_unstable();
+        let typical = durations.get(durations.len() / 2).copied().unwrap_or(0);
+        let tolerance = (typical / 500).max(100_000);
+        let mut transfer: Vec<Option<Nanos>> = vec![None; row.len()];
+        for mut list in by_ordinal {
+            list.sort_by_key(|&(_, _, end)| end);
+            let mut i = 0;
+            while i < list.len() {
+                let mut j = i + 1;
+                while list.get(j).zip(list.get(j - 1)).is_some_and(|(a, b)| a.2 - b.2 <= tolerance) {
+                    j += 1;
+                }
+                let group = list.get(i..j).unwrap_or_default();
+                let end = group.iter().map(|g| g.2).max().unwrap_or(0);
+                let last_start = group.iter().map(|g| g.1).max().unwrap_or(end);
+                let t = (end - last_start).max(0);
+                for &(wi, _, _) in group {
+                    if let Some(slot) = transfer.get_mut(wi) {
+                        *slot = Some(slot.unwrap_or(0) + t);
+                    }
+                }
+                i = j;
+            }
+        }
+        for (cell, t) in row.iter_mut().zip(transfer) {
+            if let Some(c) = cell.as_mut() {
+                c.transfer = t.map(|t| t.min(c.comm));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Coords, Worker, WorkerStep};
+
+    #[test]
+    fn layout_from_coordinates_or_rank_order() {
+        let w = |rank, dp, pp| Worker {
+            rank,
+            coords: Coords { dp, pp, ..Coords::default() },
+            steps: vec![WorkerStep { step: 1, duration: 10, ..WorkerStep::default() }],
+            ..Worker::default()
+        };
+        let job =
+            Job { workers: vec![w(0, Some(0), Some(2)), w(1, Some(3), Some(5)), w(2, None, None), w(3, None, None)] };
+        let f = build(&job);
+        let layout: Vec<(usize, usize)> = f.slots.iter().map(|s| (s.dp, s.stage)).collect();
+        assert_eq!(layout, vec![(0, 0), (1, 1), (0, 0), (1, 0)]);
+        assert_eq!((f.stages, f.dp_size, f.steps.clone()), (2, 2, vec![1]));
+        assert_eq!(f.cell(0, 3).map(|c| c.duration), Some(10));
+    }
+}

@@ -1,0 +1,248 @@
+//! The diagnosis: from a job model to a verdict with its evidence, the slowdown and what the
+//! fix would win. Pure; the CLI and the browser run the same code.
+//!
+//! table ([`frame`]) → replay and attribution ([`replay`]) → cost model ([`costmodel`]) →
+//! signals ([`signals`]) → what-ifs ([`whatif`]) → verdict and fix ([`verdict`]) → report, plus
+//! the series the app plots ([`views`]).
+
+pub mod costmodel;
+pub mod frame;
+pub mod replay;
+pub mod signals;
+pub mod stats;
+pub mod verdict;
+pub mod views;
+pub mod whatif;
+
+use crate::import::{Assembled, FileSummary};
+use crate::model::SequenceKnowledge;
+use crate::report::{self, CostModel, Initiators, Input, JobInfo, Report, Slowdown, Straggler, WhatIf, round};
+
+/// The report and what the views plot.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Analysis {
+    pub report: Report,
+    pub views: views::Views,
+}
+
+fn knowledge_name(k: SequenceKnowledge) -> &'static str {
+    match k {
+        SequenceKnowledge::Unknown => "unknown",
+        SequenceKnowledge::VarlenBounds => "varlen_bounds",
+        SequenceKnowledge::DenseShapes => "dense_shapes",
+        SequenceKnowledge::Exact => "exact",
+    }
+}
+
+fn cost_model(fit: &costmodel::Fit) -> CostModel {
+    CostModel {
+        c0_s: round(fit.c0 / 1e9, 4),
+        per_doc_s: round(fit.per_doc / 1e9, 4),
+        per_token_s: round(fit.per_token / 1e9, 4),
+        per_token_sq_s: round(fit.per_token_sq / 1e9, 4),
+        r2: round(fit.r2, 4),
+        quadratic_share: round(fit.quadratic_share, 4),
+        samples: fit.samples,
+        micro_batch: None,
+    }
+}
+
+/// The command that verifies a fix, given what was analysed.
+fn verify_command(inputs: &[FileSummary]) -> String {
+    let before = match inputs {
+        [one] => one.path.clone(),
+        _ => common_directory(inputs).unwrap_or_else(|| "BEFORE/".into()),
+    };
+    format!("seqskew compare {before} AFTER/ && seqskew check AFTER/ --max-slowdown {:.2}", verdict::STRAGGLING)
+}
+
+fn common_directory(inputs: &[FileSummary]) -> Option<String> {
+    let dirs: Vec<&str> = inputs.iter().map(|i| i.path.rsplit_once('/').map_or(".", |(d, _)| d)).collect();
+    let first = *dirs.first()?;
+    dirs.iter().all(|d| *d == first).then(|| format!("{first}/"))
+}
+
+/// Analyses an assembled job. `inputs` are the files it came from (for the report).
+pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
+    let job = &assembled.job;
+    let frame = frame::build(job);
+    let ws_fit = costmodel::fit(&costmodel::worker_step_samples(&frame));
+    let mb_fit = costmodel::fit(&costmodel::micro_batch_samples(&frame));
+    let steps = replay::slot_steps(&frame, ws_fit.as_ref());
+    let factors = replay::factors(&steps);
+    let attribution = replay::attribute(&steps, &factors);
+    let initiators = signals::initiators(&frame);
+
+    let deltas = [
+        attribution.stage - attribution.ideal,
+        attribution.worker - attribution.ideal,
+        attribution.residual_compute - attribution.ideal,
+        attribution.residual_stalls - attribution.ideal,
+        attribution.transfers - attribution.ideal,
+    ]
+    .map(|d| d.max(0.0));
+    let total: f64 = deltas.iter().sum();
+    let shares = deltas.map(|d| if total > 0.0 { d / total } else { 0.0 });
+    let slowdown = if attribution.ideal > 0.0 { attribution.actual / attribution.ideal } else { 1.0 };
+
+    let lengths_known = job.has_sequence_lengths();
+    let signals = signals::all(&signals::Inputs {
+        frame: &frame,
+        attribution: &attribution,
+        factors: &factors,
+        fit: ws_fit.as_ref(),
+        initiators: &initiators,
+        shares,
+    });
+
+    // Rebalancing what-ifs need every document's length and a usable cost model.
+    let predictive = mb_fit.filter(costmodel::Fit::usable).or(ws_fit.filter(costmodel::Fit::usable));
+    let whatifs = match (job.sequence_knowledge() >= SequenceKnowledge::DenseShapes, predictive.as_ref()) {
+        (true, Some(fit)) => whatif::what_ifs(job, &frame, &steps, &mb_fit.filter(|f| f.usable()).unwrap_or(*fit)),
+        _ => whatif::WhatIfs::default(),
+    };
+
+    let mut counts: std::collections::BTreeMap<usize, usize> = std::collections::BTreeMap::new();
+    for i in &initiators {
+        *counts.entry(i.worker).or_default() += 1;
+    }
+    let mut top: Vec<(usize, usize)> = counts.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let dominance = top.first().map_or(0.0, |t| t.1 as f64 / initiators.len().max(1) as f64);
+    let label = |w: usize| frame.slots.get(w).map_or_else(String::new, |s| s.label.clone());
+    let slowest_worker = factors
+        .worker
+        .iter()
+        .enumerate()
+        .flat_map(|(p, row)| row.iter().enumerate().map(move |(d, &f)| (p, d, f)))
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .and_then(|(p, d, f)| frame.slots.iter().position(|s| s.stage == p && s.dp == d).map(|w| (label(w), f)));
+    let slowest_worker = top
+        .first()
+        .filter(|_| dominance >= 0.5)
+        .map(|&(w, _)| {
+            let f = frame
+                .slots
+                .get(w)
+                .and_then(|s| factors.worker.get(s.stage).and_then(|r| r.get(s.dp)))
+                .copied()
+                .unwrap_or(1.0);
+            // A worker slow by stalls has a compute factor near 1: express its slowness as work.
+            let works: Vec<f64> = initiators.iter().filter(|i| i.worker == w).map(|i| i.excess).collect();
+            let mean_work: f64 = frame.cells.iter().flatten().flatten().map(|c| c.work() as f64).sum::<f64>()
+                / frame.cells.iter().flatten().flatten().count().max(1) as f64;
+            let by_work = if mean_work > 0.0 { 1.0 + stats::median(&works) / mean_work } else { 1.0 };
+            (label(w), f.max(by_work))
+        })
+        .or(slowest_worker);
+    let heaviest_stage = factors.stage.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(p, &g)| (p, g));
+    let facts = verdict::Facts {
+        slowdown,
+        shares,
+        signals: &signals,
+        lengths_known,
+        stages: frame.stages,
+        top_initiator: top.first().map(|&(w, _)| (label(w), dominance)),
+        distinct_initiators: top.len(),
+        slowest_worker,
+        heaviest_stage,
+        fit: ws_fit.as_ref().or(mb_fit.as_ref()),
+        whatifs: &whatifs,
+    };
+    let verdict = verdict::decide(&facts);
+    let fix = verdict::fix(&verdict, &facts);
+
+    let n_steps = frame.steps.len().max(1) as f64;
+    let actual_step = attribution.measured / n_steps / 1e9;
+    let ideal_step = actual_step / slowdown.max(1e-9);
+    let by_cause = if slowdown > 1.0 {
+        let mut v: Vec<report::CauseShare> = verdict::RESTORATIONS
+            .iter()
+            .zip(shares)
+            .filter(|&(c, sh)| sh > 0.005 && (*c != "pipeline_stage_imbalance" || frame.stages > 1))
+            .map(|(&c, sh)| report::CauseShare { cause: c.into(), share: round(sh, 3) })
+            .collect();
+        v.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.cause.cmp(&b.cause)));
+        v
+    } else {
+        Vec::new()
+    };
+    let current = whatifs.predictions.first().map_or(0.0, |p| p.total);
+    let whatif = whatifs
+        .predictions
+        .iter()
+        .map(|p| WhatIf {
+            method: p.method.into(),
+            predicted_step_s: round(p.total / n_steps / 1e9 * (attribution.measured / attribution.actual.max(1.0)), 4),
+            speedup: round(if p.total > 0.0 { current / p.total } else { 1.0 }, 4),
+            imbalance: round(p.imbalance, 4),
+        })
+        .collect();
+    let mut cost = ws_fit.as_ref().map(cost_model);
+    if let (Some(c), Some(m)) = (cost.as_mut(), mb_fit.as_ref()) {
+        c.micro_batch = Some(Box::new(cost_model(m)));
+    }
+    let report = Report {
+        schema: report::SCHEMA.into(),
+        tool: report::Tool { name: "seqskew".into(), version: env!("CARGO_PKG_VERSION").into() },
+        inputs: inputs
+            .iter()
+            .map(|i| Input {
+                path: i.path.clone(),
+                format: i.format.map(|f| f.name().to_owned()),
+                workers: i.workers,
+                steps: i.steps,
+                diagnostics: i.diagnostics.clone(),
+            })
+            .collect(),
+        job: JobInfo {
+            workers: job.workers.len(),
+            steps: frame.steps.len(),
+            dp: frame.dp_size,
+            pp: frame.stages,
+            has_sequence_lengths: lengths_known,
+            sequence_knowledge: knowledge_name(job.sequence_knowledge()).into(),
+            first_step: frame.steps.first().copied(),
+            last_step: frame.steps.last().copied(),
+            diagnostics: assembled.diagnostics.clone(),
+        },
+        slowdown: Slowdown {
+            actual_step_s: round(actual_step, 5),
+            ideal_step_s: round(ideal_step, 5),
+            factor: round(slowdown, 4),
+            time_lost_s: round((actual_step - ideal_step).max(0.0) * n_steps, 4),
+            by_cause,
+            replay_fidelity: round(
+                if attribution.measured > 0.0 { attribution.actual / attribution.measured } else { 1.0 },
+                4,
+            ),
+        },
+        signals: signals.clone(),
+        cost_model: cost,
+        whatif,
+        stragglers: initiators
+            .iter()
+            .map(|i| Straggler {
+                step: i.step,
+                worker: frame.slots.get(i.worker).map_or(0, |s| s.rank),
+                excess_s: round(i.excess / 1e9, 4),
+            })
+            .collect(),
+        initiators: Initiators {
+            dominance: round(dominance, 4),
+            distinct: top.len(),
+            top: top.iter().take(5).map(|&(w, c)| (frame.slots.get(w).map_or(0, |s| s.rank), c)).collect(),
+        },
+        verdict,
+        fix,
+        verify_command: verify_command(inputs),
+    };
+    let ideal_per_step: Vec<f64> = attribution
+        .per_step
+        .iter()
+        .zip(&steps)
+        .map(|(&(actual, ideal), s)| if actual > 0.0 { s.measured * ideal / actual } else { 0.0 })
+        .collect();
+    let views = views::build(&frame, &ideal_per_step, ws_fit.as_ref(), &initiators);
+    Analysis { report, views }
+}

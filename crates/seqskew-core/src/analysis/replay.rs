@@ -1,0 +1,400 @@
+//! The slowdown S and its attribution, by replaying every step (the method of the ByteDance
+//! what-if analysis): the ideal run replaces each compute pass by the mean of its kind across
+//! workers and each transfer by the median; restoring one group's real durations at a time
+//! (stage factors, persistent worker factors, the step-to-step residual, stalls, transfers)
+//! says how much of the slowdown each accounts for.
+
+use super::costmodel::Fit;
+use super::frame::{Cell, Frame};
+use super::stats::{mean, median};
+use crate::schedule::replay_pipeline;
+
+/// One (data-parallel rank, stage) slot in one step, as the replay sees it (seconds as f64
+/// nanoseconds, so factors scale without rounding).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SlotStep {
+    pub stall: f64,
+    /// (forward, backward) per micro-batch; one entry holding all compute when unknown.
+    pub passes: Vec<(f64, f64)>,
+    /// Optimizer, other work, and compute outside the micro-batches.
+    pub tail: f64,
+    /// Time in the step's collectives, waiting included (pipeline send/recv excluded: the
+    /// replay's schedule accounts for those waits).
+    pub comm: f64,
+    /// The compute the cost model expects for this slot's data, when lengths are known.
+    pub expected: Option<f64>,
+}
+
+impl SlotStep {
+    pub fn compute(&self) -> f64 {
+        self.passes.iter().map(|p| p.0 + p.1).sum()
+    }
+}
+
+/// One step: slots by `[stage][dp]`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepSlots {
+    pub slots: Vec<Vec<Option<SlotStep>>>,
+    /// Transfer time of each stage's gradient collective (the least any slot spent in it).
+    pub transfer: Vec<f64>,
+    pub measured: f64,
+}
+
+/// Builds each step's slots: the busiest tensor/context-parallel replica stands for its slot.
+/// Micro-batch passes are used when every slot of the step has the same number of them.
+/// With a usable cost model, each slot also gets the compute its data should take.
+pub fn slot_steps(frame: &Frame, fit: Option<&Fit>) -> Vec<StepSlots> {
+    let fit = fit.filter(|f| f.usable());
+    let (stages, dps) = (frame.stages.max(1), frame.dp_size.max(1));
+    (0..frame.steps.len())
+        .map(|si| {
+            let mut best: Vec<Vec<Option<&Cell>>> = vec![vec![None; dps]; stages];
+            let mut measured = 0.0f64;
+            for (wi, slot) in frame.slots.iter().enumerate() {
+                let Some(cell) = frame.cell(si, wi) else { continue };
+                measured = measured.max(cell.duration as f64);
+                if let Some(b) = best.get_mut(slot.stage).and_then(|r| r.get_mut(slot.dp))
+                    && b.is_none_or(|o| cell.work() > o.work())
+                {
+                    *b = Some(cell);
+                }
+            }
+            let mb_counts: Vec<usize> = best.iter().flatten().flatten().map(|c| c.passes.len()).collect();
+            let uniform = mb_counts.first().is_some_and(|&n| n > 0 && mb_counts.iter().all(|&m| m == n));
+            let slots: Vec<Vec<Option<SlotStep>>> = best
+                .iter()
+                .map(|row| {
+                    row.iter()
+                        .map(|c| {
+                            c.map(|c| {
+                                let passes: Vec<(f64, f64)> = if uniform {
+                                    c.passes.iter().map(|&(f, b)| (f as f64, b as f64)).collect()
+                                } else {
+                                    vec![(c.compute as f64, 0.0)]
+                                };
+                                let in_passes: f64 = passes.iter().map(|p| p.0 + p.1).sum();
+                                let outside = (c.compute as f64 - in_passes).max(0.0);
+                                SlotStep {
+                                    stall: c.stall as f64,
+                                    passes,
+                                    tail: c.optimizer as f64 + c.other as f64 + outside,
+                                    comm: (c.comm - c.p2p) as f64,
+                                    expected: fit.filter(|_| c.seq.known).map(|f| f.predict(&c.seq)),
+                                }
+                            })
+                        })
+                        .collect()
+                })
+                .collect();
+            // Measured transfers where collectives carry timestamps; else the least time any
+            // slot spent in collectives: the last to arrive barely waits (and in a pipeline, the
+            // stage that finishes last does not wait for the others at the end of the step).
+            let least = slots.iter().flatten().flatten().map(|s| s.comm).fold(f64::INFINITY, f64::min);
+            let least = if least.is_finite() { least } else { 0.0 };
+            let transfer = best
+                .iter()
+                .map(|cells| {
+                    let measured: Vec<f64> =
+                        cells.iter().flatten().filter_map(|c| c.transfer).map(|t| t as f64).collect();
+                    if !measured.is_empty() && measured.len() == cells.iter().flatten().count() {
+                        median(&measured)
+                    } else {
+                        least
+                    }
+                })
+                .collect();
+            StepSlots { slots, transfer, measured }
+        })
+        .collect()
+}
+
+/// The replayed length of one step. With micro-batch passes and several stages, each
+/// data-parallel replica runs a 1F1B pipeline; every stage's replicas then meet in their
+/// gradient collective; the step ends with the slowest slot's tail.
+pub fn replay_step(step: &StepSlots) -> f64 {
+    let stages = step.slots.len();
+    let dps = step.slots.iter().map(Vec::len).max().unwrap_or(0);
+    let micro_batches = step.slots.iter().flatten().flatten().map(|s| s.passes.len()).max().unwrap_or(1).max(1);
+    let pipelined = stages > 1 && micro_batches > 1;
+    let mut arrivals: Vec<f64> = vec![0.0; stages];
+    for d in 0..dps {
+        let column: Vec<Option<&SlotStep>> = step.slots.iter().map(|row| row.get(d).and_then(Option::as_ref)).collect();
+        if pipelined && column.iter().all(Option::is_some) {
+            // Replay in integer nanoseconds through the shared schedule.
+            let ready: Vec<i64> = column.iter().map(|s| s.map_or(0, |s| s.stall as i64)).collect();
+            let duration = |p: usize, m: usize, backward: bool| -> i64 {
+                column
+                    .get(p)
+                    .copied()
+                    .flatten()
+                    .and_then(|s| s.passes.get(m))
+                    .map_or(0, |&(f, b)| if backward { b } else { f } as i64)
+            };
+            let timings = replay_pipeline(&ready, micro_batches, &duration, 0);
+            for (p, stage) in timings.iter().enumerate() {
+                let end = stage.iter().map(|t| t.end).max().unwrap_or(0) as f64;
+                if let Some(a) = arrivals.get_mut(p) {
+                    *a = a.max(end);
+                }
+            }
+        } else {
+            for (p, s) in column.iter().enumerate() {
+                if let (Some(s), Some(a)) = (s, arrivals.get_mut(p)) {
+                    *a = a.max(s.stall + s.compute());
+                }
+            }
+        }
+    }
+    let mut end = 0.0f64;
+    for (p, row) in step.slots.iter().enumerate() {
+        let reduce_end = arrivals.get(p).copied().unwrap_or(0.0) + step.transfer.get(p).copied().unwrap_or(0.0);
+        for s in row.iter().flatten() {
+            end = end.max(reduce_end + s.tail);
+        }
+    }
+    end
+}
+
+/// Which durations a replay takes from the job (the rest are ideal).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Restore {
+    pub stage_factors: bool,
+    pub worker_factors: bool,
+    pub residual_compute: bool,
+    pub residual_stalls: bool,
+    pub transfers: bool,
+}
+
+impl Restore {
+    pub const ALL: Restore = Restore {
+        stage_factors: true,
+        worker_factors: true,
+        residual_compute: true,
+        residual_stalls: true,
+        transfers: true,
+    };
+}
+
+/// The persistent parts of each slot's time, estimated across steps with medians.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Factors {
+    /// Per stage: its compute relative to the step's mean.
+    pub stage: Vec<f64>,
+    /// Per `[stage][dp]`: compute relative to its stage.
+    pub worker: Vec<Vec<f64>>,
+    /// Per `[stage][dp]`: the stall it has in a typical step.
+    pub persistent_stall: Vec<Vec<f64>>,
+    /// The job's typical transfer time per stage.
+    pub transfer: Vec<f64>,
+}
+
+/// The mean forward and backward pass of a step, over every slot and micro-batch.
+fn mean_passes(step: &StepSlots) -> (f64, f64, usize) {
+    let passes: Vec<(f64, f64)> =
+        step.slots.iter().flatten().flatten().flat_map(|s| s.passes.iter().copied()).collect();
+    let n = step.slots.iter().flatten().flatten().map(|s| s.passes.len()).max().unwrap_or(1).max(1);
+    let f: Vec<f64> = passes.iter().map(|p| p.0).collect();
+    let b: Vec<f64> = passes.iter().map(|p| p.1).collect();
+    (mean(&f), mean(&b), n)
+}
+
+pub fn factors(steps: &[StepSlots]) -> Factors {
+    let stages = steps.iter().map(|s| s.slots.len()).max().unwrap_or(1);
+    let dps = steps.iter().flat_map(|s| s.slots.iter().map(Vec::len)).max().unwrap_or(1);
+    let mut stage_ratio: Vec<Vec<f64>> = vec![Vec::new(); stages];
+    let mut worker_ratio: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); dps]; stages];
+    let mut stalls: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); dps]; stages];
+    let mut transfers: Vec<Vec<f64>> = vec![Vec::new(); stages];
+    for step in steps {
+        let all: Vec<f64> = step.slots.iter().flatten().flatten().map(SlotStep::compute).collect();
+        let overall = mean(&all);
+        for (p, row) in step.slots.iter().enumerate() {
+            let stage_values: Vec<f64> = row.iter().flatten().map(SlotStep::compute).collect();
+            let stage_mean = mean(&stage_values);
+            if overall > 0.0
+                && !stage_values.is_empty()
+                && let Some(v) = stage_ratio.get_mut(p)
+            {
+                v.push(stage_mean / overall);
+            }
+            // A worker's own speed: its compute against what its data should cost (when the cost
+            // model says), else against its stage's mean — so drawing heavy data is not slowness.
+            let expected: Option<Vec<f64>> =
+                row.iter().flatten().map(|s| s.expected.map(|e| s.compute() / e.max(1.0))).collect();
+            let typical = expected.as_ref().map(|r| mean(r));
+            for (d, s) in row.iter().enumerate() {
+                let Some(s) = s else { continue };
+                let ratio = match (typical, s.expected) {
+                    (Some(t), Some(e)) if t > 0.0 => Some(s.compute() / e.max(1.0) / t),
+                    _ if stage_mean > 0.0 => Some(s.compute() / stage_mean),
+                    _ => None,
+                };
+                if let (Some(r), Some(v)) = (ratio, worker_ratio.get_mut(p).and_then(|r| r.get_mut(d))) {
+                    v.push(r);
+                }
+                if let Some(v) = stalls.get_mut(p).and_then(|r| r.get_mut(d)) {
+                    v.push(s.stall);
+                }
+            }
+            if let (Some(v), Some(&t)) = (transfers.get_mut(p), step.transfer.get(p)) {
+                v.push(t);
+            }
+        }
+    }
+    Factors {
+        stage: stage_ratio.iter().map(|v| persistent(v)).collect(),
+        worker: worker_ratio.iter().map(|r| r.iter().map(|v| persistent(v)).collect()).collect(),
+        persistent_stall: stalls.iter().map(|r| r.iter().map(|v| median(v)).collect()).collect(),
+        transfer: transfers.iter().map(|v| median(v)).collect(),
+    }
+}
+
+/// A factor is persistent when it is on the same side of 1 in at least this share of steps;
+/// otherwise it is step-to-step variation (the data), not a property of the worker or stage.
+const PERSISTENT: f64 = 0.75;
+
+/// The median of per-step ratios if they are persistent, else 1.
+fn persistent(ratios: &[f64]) -> f64 {
+    if ratios.is_empty() {
+        return 1.0;
+    }
+    let m = median(ratios);
+    let same_side = ratios.iter().filter(|&&r| (r > 1.0) == (m > 1.0) && r != 1.0).count();
+    if same_side as f64 >= PERSISTENT * ratios.len() as f64 { m } else { 1.0 }
+}
+
+/// The step with only the restored parts taken from the job.
+pub fn restored(step: &StepSlots, f: &Factors, keep: Restore) -> StepSlots {
+    let (mean_f, mean_b, _) = mean_passes(step);
+    let tails: Vec<f64> = step.slots.iter().flatten().flatten().map(|s| s.tail).collect();
+    let stalls: Vec<f64> = step.slots.iter().flatten().flatten().map(|s| s.stall).collect();
+    let (ideal_tail, ideal_stall) = (mean(&tails), median(&stalls));
+    let slots = step
+        .slots
+        .iter()
+        .enumerate()
+        .map(|(p, row)| {
+            row.iter()
+                .enumerate()
+                .map(|(d, s)| {
+                    s.as_ref().map(|s| {
+                        let g = f.stage.get(p).copied().unwrap_or(1.0).max(1e-9);
+                        let w = f.worker.get(p).and_then(|r| r.get(d)).copied().unwrap_or(1.0).max(1e-9);
+                        let persistent = f.persistent_stall.get(p).and_then(|r| r.get(d)).copied().unwrap_or(0.0);
+                        let scale =
+                            (if keep.stage_factors { g } else { 1.0 }) * (if keep.worker_factors { w } else { 1.0 });
+                        let passes = if keep.residual_compute {
+                            // Actual durations with the persistent factors taken out (and put back if kept).
+                            s.passes.iter().map(|&(a, b)| (a / (g * w) * scale, b / (g * w) * scale)).collect()
+                        } else {
+                            s.passes.iter().map(|_| (mean_f * scale, mean_b * scale)).collect()
+                        };
+                        let stall = match (keep.worker_factors, keep.residual_stalls) {
+                            (true, true) => s.stall,
+                            (true, false) => ideal_stall.max(persistent),
+                            (false, true) => ideal_stall.max(s.stall - persistent),
+                            (false, false) => ideal_stall,
+                        };
+                        SlotStep {
+                            stall,
+                            passes,
+                            tail: if keep == Restore::ALL { s.tail } else { ideal_tail },
+                            comm: s.comm,
+                            expected: s.expected,
+                        }
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let transfer = if keep.transfers { step.transfer.clone() } else { f.transfer.clone() };
+    StepSlots { slots, transfer, measured: step.measured }
+}
+
+/// Replayed step times summed over the job, for the actual run, the ideal run, and each
+/// single restoration.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Attribution {
+    pub actual: f64,
+    pub ideal: f64,
+    pub measured: f64,
+    pub stage: f64,
+    pub worker: f64,
+    pub residual_compute: f64,
+    pub residual_stalls: f64,
+    pub transfers: f64,
+    /// Per step: (actual, ideal) replayed lengths.
+    pub per_step: Vec<(f64, f64)>,
+}
+
+pub fn attribute(steps: &[StepSlots], f: &Factors) -> Attribution {
+    let mut a = Attribution::default();
+    let none = Restore::default();
+    for step in steps {
+        let actual = replay_step(&restored(step, f, Restore::ALL));
+        let ideal = replay_step(&restored(step, f, none));
+        a.actual += actual;
+        a.ideal += ideal;
+        a.measured += step.measured;
+        a.stage += replay_step(&restored(step, f, Restore { stage_factors: true, ..none }));
+        a.worker += replay_step(&restored(step, f, Restore { worker_factors: true, ..none }));
+        a.residual_compute += replay_step(&restored(step, f, Restore { residual_compute: true, ..none }));
+        a.residual_stalls += replay_step(&restored(step, f, Restore { residual_stalls: true, ..none }));
+        a.transfers += replay_step(&restored(step, f, Restore { transfers: true, ..none }));
+        a.per_step.push((actual, ideal));
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(stall: f64, compute: f64) -> Option<SlotStep> {
+        Some(SlotStep { stall, passes: vec![(compute, 0.0)], tail: 1.0, comm: 0.0, expected: None })
+    }
+
+    fn step(slots: Vec<Option<SlotStep>>, transfer: f64) -> StepSlots {
+        StepSlots { slots: vec![slots], transfer: vec![transfer], measured: 0.0 }
+    }
+
+    #[test]
+    fn data_parallel_steps_wait_for_the_slowest_rank() {
+        let s = step(vec![slot(0.0, 10.0), slot(0.0, 30.0), slot(5.0, 10.0)], 2.0);
+        assert_eq!(replay_step(&s), 30.0 + 2.0 + 1.0);
+    }
+
+    #[test]
+    fn a_persistent_slow_rank_is_a_worker_factor_not_a_residual() {
+        // Rank 1 is 1.5× every step; the data is perfectly balanced.
+        let steps: Vec<StepSlots> =
+            (0..6).map(|_| step(vec![slot(0.0, 10.0), slot(0.0, 15.0), slot(0.0, 10.0)], 1.0)).collect();
+        let f = factors(&steps);
+        let a = attribute(&steps, &f);
+        assert!(a.actual > a.ideal * 1.2, "{a:?}");
+        assert!((a.worker - a.actual).abs() < 1e-6, "{a:?}");
+        assert!((a.residual_compute - a.ideal).abs() < 1e-6, "{a:?}");
+    }
+
+    #[test]
+    fn rotating_heavy_ranks_are_residual_compute() {
+        let steps: Vec<StepSlots> = (0..6)
+            .map(|i| {
+                let slots = (0..3).map(|r| slot(0.0, if r == i % 3 { 20.0 } else { 10.0 })).collect();
+                step(slots, 1.0)
+            })
+            .collect();
+        let f = factors(&steps);
+        let a = attribute(&steps, &f);
+        assert!(a.residual_compute > a.ideal * 1.2 && (a.worker - a.ideal).abs() < 1e-6, "{a:?}");
+    }
+
+    #[test]
+    fn pipelines_replay_with_micro_batches() {
+        let s =
+            |c: f64| Some(SlotStep { stall: 0.0, passes: vec![(c, 2.0 * c); 4], tail: 0.0, comm: 0.0, expected: None });
+        let step = StepSlots { slots: vec![vec![s(10.0)], vec![s(10.0)]], transfer: vec![0.0, 0.0], measured: 0.0 };
+        // (M + P − 1) × (f + b) = 5 × 30
+        assert_eq!(replay_step(&step), 150.0);
+    }
+}

@@ -1,0 +1,424 @@
+//! The seven signals. Each is a number, a threshold, pass/fail and one plain sentence; with
+//! sequence lengths the first three test lengths directly, without them the timing signature.
+
+use super::costmodel::Fit;
+use super::frame::{Cell, Frame, SeqFeatures};
+use super::replay::{Attribution, Factors};
+use super::stats::{cv, mean, median, spearman};
+use crate::report::{Signal, round};
+
+/// Per step: the worker the others waited for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Initiator {
+    pub step: u64,
+    pub worker: usize,
+    /// Its work minus the step's mean work (ns).
+    pub excess: f64,
+    /// The part of the excess that was compute (the rest is stalls and other host time).
+    pub compute_excess: f64,
+}
+
+/// The initiating worker of every step: the one with the most work (compute and stalls).
+pub fn initiators(frame: &Frame) -> Vec<Initiator> {
+    let mut out = Vec::with_capacity(frame.steps.len());
+    for (si, &step) in frame.steps.iter().enumerate() {
+        let cells: Vec<(usize, &Cell)> =
+            (0..frame.slots.len()).filter_map(|w| frame.cell(si, w).map(|c| (w, c))).collect();
+        if cells.len() < 2 {
+            continue;
+        }
+        let works: Vec<f64> = cells.iter().map(|(_, c)| c.work() as f64).collect();
+        let computes: Vec<f64> = cells.iter().map(|(_, c)| (c.compute + c.optimizer) as f64).collect();
+        let Some((best, &(w, cell))) =
+            cells.iter().enumerate().max_by(|a, b| a.1.1.work().cmp(&b.1.1.work()).then(b.1.0.cmp(&a.1.0)))
+        else {
+            continue;
+        };
+        let excess = cell.work() as f64 - mean(&works);
+        let compute_excess = computes.get(best).copied().unwrap_or(0.0) - mean(&computes);
+        out.push(Initiator { step, worker: w, excess, compute_excess });
+    }
+    out
+}
+
+/// Everything the signals look at.
+pub struct Inputs<'a> {
+    pub frame: &'a Frame,
+    pub attribution: &'a Attribution,
+    pub factors: &'a Factors,
+    pub fit: Option<&'a Fit>,
+    pub initiators: &'a [Initiator],
+    /// Share of the slowdown per restoration: (stage, worker, residual compute, stalls, transfers).
+    pub shares: [f64; 5],
+}
+
+fn signal(id: &str, name: &str, value: f64, threshold: f64, passed: bool, sentence: String) -> Signal {
+    Signal {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        value: round(value, 4),
+        threshold,
+        passed,
+        applicable: true,
+        sentence,
+        detail: Vec::new(),
+    }
+}
+
+fn not_applicable(id: &str, name: &str, threshold: f64, why: &str) -> Signal {
+    Signal {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        value: 0.0,
+        threshold,
+        passed: false,
+        applicable: false,
+        sentence: why.to_owned(),
+        detail: Vec::new(),
+    }
+}
+
+/// The shard cost of a worker-step: the fitted model's prediction, else Σ L², else (timing
+/// only) its compute.
+fn shard_cost(fit: Option<&Fit>, c: &Cell) -> f64 {
+    match fit.filter(|f| f.usable()) {
+        Some(f) if c.seq.known => f.predict(&c.seq),
+        _ if c.seq.known => c.seq.sum_sq,
+        _ => c.compute as f64,
+    }
+}
+
+pub fn all(i: &Inputs<'_>) -> Vec<Signal> {
+    vec![
+        max_vs_mean(i),
+        attention_on_longest(i),
+        compute_tracks_cost(i),
+        rotation(i),
+        stage_band(i),
+        communication_bound(i),
+        host_stalls(i),
+    ]
+}
+
+fn lengths_known(frame: &Frame) -> bool {
+    frame.cells.iter().flatten().flatten().any(|c| c.seq.known)
+}
+
+/// 1. Step time follows the max of the per-shard cost over the global batch, not the mean.
+fn max_vs_mean(i: &Inputs<'_>) -> Signal {
+    const ID: &str = "max_vs_mean";
+    const NAME: &str = "Step time tracks the max shard cost";
+    let f = i.frame;
+    let with_lengths = lengths_known(f);
+    let (mut y, mut xmax, mut xmean) = (Vec::new(), Vec::new(), Vec::new());
+    for si in 0..f.steps.len() {
+        let cells: Vec<&Cell> =
+            (0..f.slots.len()).filter_map(|w| f.cell(si, w)).filter(|c| !with_lengths || c.seq.known).collect();
+        if cells.len() < 2 {
+            continue;
+        }
+        let costs: Vec<f64> = cells.iter().map(|c| shard_cost(i.fit, c)).collect();
+        y.push(cells.iter().map(|c| c.duration).max().unwrap_or(0) as f64);
+        xmax.push(costs.iter().copied().fold(0.0, f64::max));
+        xmean.push(mean(&costs));
+    }
+    if y.len() < 5 {
+        return not_applicable(ID, NAME, 0.5, "Needs at least 5 steps with two or more workers.");
+    }
+    let (Some(cmax), cmean) = (spearman(&xmax, &y), spearman(&xmean, &y)) else {
+        return not_applicable(ID, NAME, 0.5, "Step times or shard costs do not vary.");
+    };
+    let rmean = cmean.map_or(0.0, |c| c.r);
+    let passed = cmax.r >= 0.5 && cmax.r > rmean;
+    let what = if with_lengths {
+        "cost of the heaviest shard (from its sequence lengths)"
+    } else {
+        "compute of the busiest worker"
+    };
+    let sentence = if passed {
+        format!(
+            "Step time follows the {what} (ρ = {:.2}) more than the mean shard (ρ = {rmean:.2}): each step waits for its heaviest shard.",
+            cmax.r
+        )
+    } else {
+        format!("Step time does not follow the {what} more than the mean (ρ = {:.2} vs {rmean:.2}).", cmax.r)
+    };
+    let mut s = signal(ID, NAME, cmax.r, 0.5, passed, sentence);
+    s.detail = vec![
+        ("rho_max_low".into(), round(cmax.low, 3)),
+        ("rho_max_high".into(), round(cmax.high, 3)),
+        ("rho_mean".into(), round(rmean, 3)),
+        ("rho_mean_low".into(), round(cmean.map_or(0.0, |c| c.low), 3)),
+        ("rho_mean_high".into(), round(cmean.map_or(0.0, |c| c.high), 3)),
+        ("steps".into(), y.len() as f64),
+    ];
+    s
+}
+
+/// 2. Attention compute peaks where the longest documents are.
+fn attention_on_longest(i: &Inputs<'_>) -> Signal {
+    const ID: &str = "attention_on_longest";
+    const NAME: &str = "Attention peaks on the longest documents";
+    let cells: Vec<&Cell> = i.frame.cells.iter().flatten().flatten().collect();
+    // Micro-batch level where micro-batches carry lengths and times; else worker-step level.
+    let mut pairs: Vec<(f64, f64)> = Vec::new();
+    for c in &cells {
+        for ((p, s), a) in c.passes.iter().zip(&c.mb_seq).zip(&c.mb_attention) {
+            if s.known {
+                pairs.push((a.map_or((p.0 + p.1) as f64, |a| a as f64), s.max_len));
+            }
+        }
+    }
+    let level = if pairs.len() >= 8 { "micro-batches" } else { "worker-steps" };
+    if pairs.len() < 8 {
+        pairs = cells
+            .iter()
+            .filter(|c| c.seq.known)
+            .map(|c| (if c.attention > 0 { c.attention } else { c.compute } as f64, c.seq.max_len))
+            .collect();
+    }
+    if pairs.len() >= 8 {
+        let (t, l): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
+        let Some(c) = spearman(&l, &t) else {
+            return not_applicable(ID, NAME, 0.5, "Lengths or attention times do not vary.");
+        };
+        let passed = c.r >= 0.5;
+        let sentence = if passed {
+            format!("Across {level}, attention time rises with the longest document held (ρ = {:.2}).", c.r)
+        } else {
+            format!("Across {level}, attention time does not follow the longest document (ρ = {:.2}).", c.r)
+        };
+        let mut s = signal(ID, NAME, c.r, 0.5, passed, sentence);
+        s.detail =
+            vec![("low".into(), round(c.low, 3)), ("high".into(), round(c.high, 3)), ("samples".into(), c.n as f64)];
+        return s;
+    }
+    // Timing signature: how unequal the micro-batches of one worker-step are.
+    let dispersion: Vec<f64> = cells
+        .iter()
+        .filter(|c| c.passes.len() >= 2)
+        .map(|c| cv(&c.passes.iter().map(|p| (p.0 + p.1) as f64).collect::<Vec<_>>()))
+        .collect();
+    if dispersion.is_empty() {
+        return not_applicable(ID, NAME, 0.5, "No sequence lengths and no micro-batch timings to test this.");
+    }
+    let value = median(&dispersion);
+    let passed = value >= 0.25;
+    let sentence = format!(
+        "No lengths recorded; micro-batches of one worker-step differ by a median CV of {value:.2} ({} for equal-cost micro-batches).",
+        if passed { "far more than expected" } else { "about as expected" }
+    );
+    signal(ID, "Micro-batch compute dispersion (timing only)", value, 0.25, passed, sentence)
+}
+
+/// 3. Per-worker compute tracks the shard's cost (Σ L² and the rest of the fitted model).
+fn compute_tracks_cost(i: &Inputs<'_>) -> Signal {
+    const ID: &str = "compute_tracks_cost";
+    match i.fit {
+        Some(fit) => {
+            let cells: Vec<&Cell> = i.frame.cells.iter().flatten().flatten().filter(|c| c.seq.known).collect();
+            let sq: Vec<f64> = cells.iter().map(|c| c.seq.sum_sq).collect();
+            let compute: Vec<f64> = cells.iter().map(|c| c.compute as f64).collect();
+            let rho = spearman(&sq, &compute).map_or(0.0, |c| c.r);
+            let passed = fit.r2 >= 0.5 && fit.usable();
+            let sentence = if passed {
+                format!(
+                    "Per-worker compute is explained by its shard's sequences (R² = {:.2}; attention's L² term is {:.0}% of compute; ρ with Σ L² = {rho:.2}).",
+                    fit.r2,
+                    fit.quadratic_share * 100.0
+                )
+            } else {
+                format!(
+                    "Per-worker compute is not explained by its sequences (R² = {:.2}, ρ with Σ L² = {rho:.2}).",
+                    fit.r2
+                )
+            };
+            let mut s = signal(ID, "Compute tracks shard cost", fit.r2, 0.5, passed, sentence);
+            s.detail =
+                vec![("rho_sum_sq".into(), round(rho, 3)), ("quadratic_share".into(), round(fit.quadratic_share, 3))];
+            s
+        }
+        None if lengths_known(i.frame) => not_applicable(
+            ID,
+            "Compute tracks shard cost",
+            0.5,
+            "Too few worker-steps with lengths to fit the cost model.",
+        ),
+        None => {
+            // Timing signature: is the initiators' excess compute (not stalls)?
+            let total: f64 = i.initiators.iter().map(|x| x.excess.max(0.0)).sum();
+            let compute: f64 = i.initiators.iter().map(|x| x.compute_excess.clamp(0.0, x.excess.max(0.0))).sum();
+            if total <= 0.0 {
+                return not_applicable(
+                    ID,
+                    "Excess is compute (timing only)",
+                    0.6,
+                    "No worker does more work than the others.",
+                );
+            }
+            let value = compute / total;
+            let passed = value >= 0.6;
+            let sentence = format!(
+                "No lengths recorded; {:.0}% of the initiating workers' excess is compute{}.",
+                value * 100.0,
+                if passed { ", as when they drew costlier data" } else { ", not mainly compute" }
+            );
+            signal(ID, "Excess is compute (timing only)", value, 0.6, passed, sentence)
+        }
+    }
+}
+
+/// 4. Does the initiating worker rotate with the data, or stay put (hardware)?
+fn rotation(i: &Inputs<'_>) -> Signal {
+    const ID: &str = "rotation";
+    let n = i.initiators.len();
+    if n < 3 {
+        return not_applicable(
+            ID,
+            "Initiating worker rotates",
+            0.5,
+            "Needs at least 3 steps with two or more workers.",
+        );
+    }
+    let mut counts: std::collections::BTreeMap<usize, usize> = std::collections::BTreeMap::new();
+    for x in i.initiators {
+        *counts.entry(x.worker).or_default() += 1;
+    }
+    let (top, top_count) =
+        counts.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(&w, &c)| (w, c)).unwrap_or((0, 0));
+    let dominance = top_count as f64 / n as f64;
+    let label = i.frame.slots.get(top).map_or_else(String::new, |s| s.label.clone());
+    // With lengths: does the initiator hold the step's costliest shard?
+    let f = i.frame;
+    let mut matched = 0usize;
+    let mut judged = 0usize;
+    for x in i.initiators {
+        let Ok(si) = f.steps.binary_search(&x.step) else { continue };
+        let costliest = (0..f.slots.len())
+            .filter_map(|w| f.cell(si, w).filter(|c| c.seq.known).map(|c| (w, shard_cost(i.fit, c))))
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+        if let Some((w, _)) = costliest {
+            judged += 1;
+            let same_slot =
+                f.slots.get(w).zip(f.slots.get(x.worker)).is_some_and(|(a, b)| a.dp == b.dp && a.stage == b.stage);
+            if same_slot {
+                matched += 1;
+            }
+        }
+    }
+    let mut s = if judged * 2 >= n {
+        let follows = matched as f64 / judged as f64;
+        let passed = follows >= 0.6 && counts.len() > 1;
+        let sentence = if passed {
+            format!(
+                "In {matched} of {judged} steps the initiating worker was the one holding the costliest shard; {} different workers led: the straggler moves with the data.",
+                counts.len()
+            )
+        } else if counts.len() == 1 {
+            format!("{label} initiated every step, whatever the data: a persistent hotspot.")
+        } else {
+            format!(
+                "The initiating worker held the costliest shard in only {matched} of {judged} steps; {label} led {:.0}% of them.",
+                dominance * 100.0
+            )
+        };
+        signal(ID, "Initiator follows the data", follows, 0.6, passed, sentence)
+    } else {
+        let passed = dominance < 0.5;
+        let sentence = if passed {
+            format!(
+                "{} different workers initiated the {n} steps; the most frequent ({label}) only {:.0}% of them: the straggler moves.",
+                counts.len(),
+                dominance * 100.0
+            )
+        } else {
+            format!("{label} initiated {:.0}% of the {n} steps: a persistent hotspot, not the data.", dominance * 100.0)
+        };
+        // Rotating is the pass; report the dominance against its ceiling.
+        let mut s = signal(ID, "Initiating worker rotates", dominance, 0.5, passed, sentence);
+        s.detail.push(("rotates_below".into(), 0.5));
+        s
+    };
+    s.detail.extend([
+        ("dominance".into(), round(dominance, 3)),
+        ("distinct".into(), counts.len() as f64),
+        ("steps".into(), n as f64),
+    ]);
+    s
+}
+
+/// 5. A pipeline stage persistently heavier than the others.
+fn stage_band(i: &Inputs<'_>) -> Signal {
+    const ID: &str = "stage_band";
+    const NAME: &str = "A pipeline stage is persistently heavier";
+    if i.frame.stages < 2 {
+        return not_applicable(ID, NAME, 1.15, "Single pipeline stage.");
+    }
+    let (stage, value) =
+        i.factors.stage.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(p, &g)| (p, g)).unwrap_or((0, 1.0));
+    let passed = value >= 1.15;
+    let sentence = if passed {
+        format!("Stage {stage} computes {value:.2}× the mean stage in a typical step: the pipeline waits for it.")
+    } else {
+        format!("Stages are even (the heaviest, stage {stage}, at {value:.2}× the mean).")
+    };
+    signal(ID, NAME, value, 1.15, passed, sentence)
+}
+
+/// 6. Communication-bound: transfers (not waiting) take a large part of the step.
+fn communication_bound(i: &Inputs<'_>) -> Signal {
+    const ID: &str = "communication_bound";
+    let transfer = median(&i.factors.transfer);
+    let steps = i.attribution.per_step.len().max(1) as f64;
+    let step = i.attribution.measured / steps;
+    // Stages reduce their gradients at the same time, so one stage's transfer is the step's.
+    let fraction = if step > 0.0 { (transfer / step).min(1.0) } else { 0.0 };
+    let share = i.shares[4];
+    let passed = fraction >= 0.25 || share >= 0.3;
+    let sentence = format!(
+        "Transfers (time in collectives beyond waiting for the last rank) take {:.0}% of a step; their jitter accounts for {:.0}% of the slowdown.",
+        fraction * 100.0,
+        share * 100.0
+    );
+    let mut s = signal(ID, "Communication-bound", fraction, 0.25, passed, sentence);
+    s.detail = vec![("jitter_share".into(), round(share, 3))];
+    s
+}
+
+/// 7. Host stalls: idle gaps (GC, data loading) on the initiating workers.
+fn host_stalls(i: &Inputs<'_>) -> Signal {
+    const ID: &str = "host_stalls";
+    let f = i.frame;
+    let mut total = 0.0;
+    let mut stalled = 0.0;
+    for x in i.initiators {
+        let Ok(si) = f.steps.binary_search(&x.step) else { continue };
+        let stalls: Vec<f64> = (0..f.slots.len()).filter_map(|w| f.cell(si, w)).map(|c| c.stall as f64).collect();
+        let typical = median(&stalls);
+        let own = f.cell(si, x.worker).map_or(0.0, |c| c.stall as f64);
+        total += x.excess.max(0.0);
+        stalled += (own - typical).clamp(0.0, x.excess.max(0.0));
+    }
+    if total <= 0.0 {
+        return not_applicable(ID, "Host stalls on initiators", 0.3, "No worker does more work than the others.");
+    }
+    let value = stalled / total;
+    let passed = value >= 0.3;
+    let sentence = format!(
+        "{:.0}% of the initiating workers' excess is idle time with nothing running (GC, data loading, host-side stalls).",
+        value * 100.0
+    );
+    signal(ID, "Host stalls on initiators", value, 0.3, passed, sentence)
+}
+
+/// The features of a set of document lengths.
+pub fn features_of(lengths: &[u32]) -> SeqFeatures {
+    let tokens: f64 = lengths.iter().map(|&l| f64::from(l)).sum();
+    SeqFeatures {
+        known: true,
+        documents: lengths.len() as f64,
+        tokens,
+        max_len: f64::from(lengths.iter().copied().max().unwrap_or(0)),
+        sum_sq: lengths.iter().map(|&l| f64::from(l) * f64::from(l)).sum(),
+    }
+}

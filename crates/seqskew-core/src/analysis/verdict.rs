@@ -1,0 +1,299 @@
+//! From slowdown shares and signals to a verdict, and from the verdict to the fix.
+
+use super::costmodel::Fit;
+use super::whatif::WhatIfs;
+use crate::report::{CauseShare, Fix, Signal, Verdict, round};
+
+/// Below this slowdown a job is not straggling (the bound `seqskew check` uses by default).
+pub const STRAGGLING: f64 = 1.10;
+
+/// The restorations' shares of the slowdown, in the order (stage, worker, residual compute,
+/// residual stalls, transfers).
+pub const RESTORATIONS: [&str; 5] =
+    ["pipeline_stage_imbalance", "slow_worker", "sequence_length_imbalance", "host_stall", "communication"];
+
+/// What the verdict needs to know beyond the signals.
+pub struct Facts<'a> {
+    pub slowdown: f64,
+    pub shares: [f64; 5],
+    pub signals: &'a [Signal],
+    pub lengths_known: bool,
+    pub stages: usize,
+    /// The most frequent initiator's label and how often it led.
+    pub top_initiator: Option<(String, f64)>,
+    pub distinct_initiators: usize,
+    /// The slowest worker's persistent factor and label.
+    pub slowest_worker: Option<(String, f64)>,
+    pub heaviest_stage: Option<(usize, f64)>,
+    pub fit: Option<&'a Fit>,
+    pub whatifs: &'a WhatIfs,
+}
+
+fn passed(signals: &[Signal], id: &str) -> bool {
+    signals.iter().any(|s| s.id == id && s.applicable && s.passed)
+}
+
+/// The sequence-length explanation of the residual compute is supported by the evidence.
+fn sequence_evidence(f: &Facts<'_>) -> (bool, bool) {
+    let s = f.signals;
+    if f.lengths_known {
+        let direct = passed(s, "max_vs_mean") || passed(s, "compute_tracks_cost") || passed(s, "attention_on_longest");
+        let strong = passed(s, "compute_tracks_cost") && (passed(s, "max_vs_mean") || passed(s, "rotation"));
+        (direct, strong)
+    } else {
+        let timing = passed(s, "rotation") && (passed(s, "attention_on_longest") || passed(s, "compute_tracks_cost"));
+        (timing, false)
+    }
+}
+
+/// The balancer the fix recommends (Karmarkar–Karp when it beats longest-first greedy on this
+/// job) and the share of step time it would save, when the what-ifs could be computed.
+fn recommended(f: &Facts<'_>) -> (&'static str, Option<f64>) {
+    let p = &f.whatifs.predictions;
+    let total = |m: &str| p.iter().find(|x| x.method == m).map(|x| x.total);
+    let method = match (total("karmarkar_karp"), total("lpt")) {
+        (Some(k), Some(l)) if k < l * 0.995 => "karmarkar_karp",
+        _ => "lpt",
+    };
+    let saving = match (total("current"), total(method)) {
+        (Some(c), Some(m)) if c > 0.0 => Some(1.0 - m / c),
+        _ => None,
+    };
+    (method, saving)
+}
+
+pub fn decide(f: &Facts<'_>) -> Verdict {
+    let s = f.slowdown;
+    let evidence: Vec<Signal> = f.signals.to_vec();
+    if s < STRAGGLING {
+        return Verdict {
+            primary: "balanced".into(),
+            contributing: Vec::new(),
+            confidence: if s < 1.05 { "high" } else { "medium" }.into(),
+            headline: format!(
+                "No significant straggling: steps take {s:.2}× the ideal step (below the {STRAGGLING:.2} bound)."
+            ),
+            evidence,
+            to_confirm: None,
+        };
+    }
+    let (seq_supported, seq_strong) = sequence_evidence(f);
+    let mut ranked: Vec<(usize, f64)> =
+        f.shares.iter().copied().enumerate().filter(|&(i, _)| i != 0 || f.stages > 1).collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let Some(&(top, share)) = ranked.first() else {
+        return inconclusive(s, evidence, "the replay found no part of the step to blame");
+    };
+    if top == 2 && !seq_supported {
+        let why = if f.lengths_known {
+            "compute varies from step to step, but not with the sequences the workers drew"
+        } else {
+            "compute varies from step to step, but without sequence lengths the timing alone does not point at the data"
+        };
+        let mut v = inconclusive(s, evidence, why);
+        v.to_confirm = Some(confirm_text(f.lengths_known));
+        return v;
+    }
+    let primary = RESTORATIONS.get(top).copied().unwrap_or("inconclusive").to_owned();
+    let contributing: Vec<CauseShare> = ranked
+        .iter()
+        .skip(1)
+        .filter(|&&(i, sh)| sh >= 0.15 && (i != 2 || seq_supported))
+        .map(|&(i, sh)| CauseShare {
+            cause: RESTORATIONS.get(i).copied().unwrap_or("inconclusive").to_owned(),
+            share: round(sh, 3),
+        })
+        .collect();
+    let mut confidence = if share >= 0.6 {
+        2
+    } else if share >= 0.4 {
+        1
+    } else {
+        0
+    };
+    let mut to_confirm = None;
+    match top {
+        2 if !f.lengths_known => {
+            confidence = confidence.min(1);
+            to_confirm = Some(confirm_text(false));
+        }
+        2 if !seq_strong => confidence = confidence.min(1),
+        1 if !f.top_initiator.as_ref().is_some_and(|t| t.1 >= 0.5) => confidence = confidence.min(1),
+        0 if !passed(f.signals, "stage_band") => confidence = confidence.min(1),
+        4 if !passed(f.signals, "communication_bound") => confidence = confidence.min(1),
+        3 if !passed(f.signals, "host_stalls") => confidence = confidence.min(1),
+        _ => {}
+    }
+    let headline = headline(top, f, s);
+    Verdict {
+        primary,
+        contributing,
+        confidence: ["low", "medium", "high"].get(confidence).copied().unwrap_or("low").into(),
+        headline,
+        evidence,
+        to_confirm,
+    }
+}
+
+fn confirm_text(lengths_known: bool) -> String {
+    if lengths_known {
+        "Check that the recorded lengths are the ones each rank computed on (e.g. after packing), or write a step log with each micro-batch's lengths (docs/formats.md).".into()
+    } else {
+        "Record sequence lengths to confirm: profile with record_shapes=True, add record_function(\"seqlens=...\") per micro-batch, or write a step log (docs/formats.md).".into()
+    }
+}
+
+fn inconclusive(s: f64, evidence: Vec<Signal>, why: &str) -> Verdict {
+    Verdict {
+        primary: "inconclusive".into(),
+        contributing: Vec::new(),
+        confidence: "low".into(),
+        headline: format!("Steps take {s:.2}× the ideal step, but the evidence does not single out a cause: {why}."),
+        evidence,
+        to_confirm: None,
+    }
+}
+
+fn headline(top: usize, f: &Facts<'_>, s: f64) -> String {
+    match top {
+        2 => {
+            let saving = match recommended(f) {
+                (m, Some(x)) if x >= 0.01 => {
+                    format!(
+                        " Dealing each batch by cost ({}) would cut step time by about {:.0}%.",
+                        method_title(m),
+                        x * 100.0
+                    )
+                }
+                (_, Some(_)) => " Rebalancing by cost would win little here: see the limits of the fix.".into(),
+                (_, None) => " Balancing batches by a·L + b·L² across ranks should recover most of it.".into(),
+            };
+            format!(
+                "Sequence-length imbalance: steps take {s:.2}× the ideal because whichever rank draws the longest documents sets the pace ({} different ranks led).{saving}",
+                f.distinct_initiators
+            )
+        }
+        1 => match (&f.slowest_worker, &f.top_initiator) {
+            (Some((label, factor)), Some((_, led))) => format!(
+                "Slow worker: {label} works {factor:.2}× as long as its peers in a typical step and leads {:.0}% of steps; steps take {s:.2}× the ideal.",
+                led * 100.0
+            ),
+            _ => {
+                format!("Slow worker: one worker is persistently slower than its peers; steps take {s:.2}× the ideal.")
+            }
+        },
+        0 => match f.heaviest_stage {
+            Some((p, g)) => format!(
+                "Pipeline stage imbalance: stage {p} does {g:.2}× the mean stage's work, and the pipeline waits for it; steps take {s:.2}× the ideal."
+            ),
+            None => format!("Pipeline stage imbalance: steps take {s:.2}× the ideal."),
+        },
+        3 => format!(
+            "Host stalls: idle gaps with nothing running (GC, data loading) on the initiating workers make steps take {s:.2}× the ideal."
+        ),
+        _ => format!("Communication: collective transfers vary and stretch steps to {s:.2}× the ideal."),
+    }
+}
+
+fn method_title(m: &str) -> &'static str {
+    match m {
+        "karmarkar_karp" => "Karmarkar–Karp",
+        "lpt" => "longest-first greedy",
+        "token_balanced" => "equal tokens",
+        "sorted" => "sorted buckets",
+        _ => "as now",
+    }
+}
+
+/// The fix for the verdict.
+pub fn fix(verdict: &Verdict, f: &Facts<'_>) -> Fix {
+    match verdict.primary.as_str() {
+        "sequence_length_imbalance" => sequence_fix(f),
+        "slow_worker" => Fix {
+            summary: format!(
+                "Find out why {} is slow: check its GPU (clocks and thermal throttling, ECC errors, NVLink/PCIe width) and its host (CPU contention, other processes, data loading); drain or replace it if it stays slow. Rebalancing data will not help: it is slow whatever it draws.",
+                f.slowest_worker.as_ref().map_or("the persistent initiator", |w| w.0.as_str())
+            ),
+            ..Fix::default()
+        },
+        "pipeline_stage_imbalance" => Fix {
+            summary: format!(
+                "Repartition layers across pipeline stages so each does the same work: move layers off stage {} (it does {:.2}× the mean), give the LM head and loss their own share, or use an interleaved schedule.",
+                f.heaviest_stage.map_or(0, |h| h.0),
+                f.heaviest_stage.map_or(1.0, |h| h.1)
+            ),
+            ..Fix::default()
+        },
+        "communication" => Fix {
+            summary: "Stabilise the collectives: check the fabric (link errors, congestion from other jobs), NCCL settings (algorithm, channels, IB/GPU-direct), and overlap gradient reduction with backward (bucketing).".into(),
+            ..Fix::default()
+        },
+        "host_stall" => Fix {
+            summary: "Remove the host stalls: freeze or disable Python's automatic GC and collect at fixed steps on every rank together (gc.freeze(), gc.disable(), gc.collect() every N steps); give the data loader more workers, pinned memory and prefetching.".into(),
+            ..Fix::default()
+        },
+        "balanced" => Fix { summary: "Nothing to fix: no significant straggling.".into(), ..Fix::default() },
+        _ => Fix { summary: verdict.to_confirm.clone().unwrap_or_else(|| confirm_text(f.lengths_known)), ..Fix::default() },
+    }
+}
+
+fn sequence_fix(f: &Facts<'_>) -> Fix {
+    let algorithm = if recommended(f).0 == "karmarkar_karp" {
+        "Karmarkar–Karp largest differencing over ranks, then over each rank's micro-batches (it beat longest-first greedy on this job)"
+    } else {
+        "longest-first greedy (LPT): sort documents by cost, give each to the least-loaded rank, then split each rank's documents into micro-batches the same way"
+    };
+    let (cost_function, python) = match f.fit.filter(|x| x.usable()) {
+        Some(fit) => {
+            let (c, a, b) = (fit.per_doc / 1e9, fit.per_token / 1e9, fit.per_token_sq / 1e9);
+            (
+                format!("cost(L) = {c:.3e} + {a:.3e}·L + {b:.3e}·L² seconds per document (fitted, R² = {:.2})", fit.r2),
+                python_sketch(c, a, b),
+            )
+        }
+        None => (
+            "cost(L) = a·L + b·L² (fit a and b from a step log; for a transformer of hidden size h, b/a ≈ 1/(6h))"
+                .to_owned(),
+            python_sketch(0.0, 1.0, 1.0 / (6.0 * 4096.0)),
+        ),
+    };
+    let limits = f.whatifs.outlier.map(|(step, len, ratio)| {
+        format!(
+            "In step {step} one document of {len} tokens alone costs {ratio:.2}× a rank's fair share: no rebalancing can fix that step. Split such documents across context-parallel ranks, or hold outliers back and spread them over later batches."
+        )
+    });
+    Fix {
+        summary: "Deal each global batch to ranks and micro-batches by the cost of attention and the rest (a·L + b·L² per document), not by token count, with every rank computing the same assignment.".into(),
+        cost_function: Some(cost_function),
+        algorithm: Some(algorithm.into()),
+        location: Some("In the sampler or collator, before micro-batches are formed: every rank draws the same global batch (same seed), balances it, and keeps its own bin.".into()),
+        python: Some(python),
+        limits,
+    }
+}
+
+fn python_sketch(c: f64, a: f64, b: f64) -> String {
+    format!(
+        r#"import heapq
+
+C, A, B = {c:.3e}, {a:.3e}, {b:.3e}  # seconds per document, per token, per token^2
+
+def cost(length):
+    return C + A * length + B * length * length
+
+def balance(lengths, n_bins):
+    """Longest-first greedy: each document to the least-loaded bin."""
+    bins = [(0.0, i, []) for i in range(n_bins)]
+    heapq.heapify(bins)
+    for length in sorted(lengths, key=cost, reverse=True):
+        load, i, docs = heapq.heappop(bins)
+        docs.append(length)
+        heapq.heappush(bins, (load + cost(length), i, docs))
+    return [docs for _, _, docs in sorted(bins, key=lambda b: b[1])]
+
+# Every rank draws the same global batch (same seed), then:
+#   mine = balance(global_batch_lengths, world_size)[rank]
+#   micro_batches = balance(mine, n_micro_batches)
+"#
+    )
+}

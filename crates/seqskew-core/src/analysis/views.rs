@@ -1,0 +1,88 @@
+//! What the app's views plot, derived once from the table and the replay: per-step series for
+//! the scatter plots, relative work per worker and step for the heatmap, and per worker-step
+//! points for the compute-versus-cost scatter. Compact: a 4096 × 1000 job is 4 M floats.
+
+use serde::{Deserialize, Serialize};
+
+use super::costmodel::Fit;
+use super::frame::Frame;
+use super::signals::Initiator;
+use super::stats::mean;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepView {
+    pub step: u64,
+    /// Measured step time (the longest worker's), seconds.
+    pub time_s: f64,
+    /// The replayed ideal step, seconds.
+    pub ideal_s: f64,
+    /// Over the global batch: the longest document, the mean length, the largest shard Σ L²,
+    /// the largest worker attention time (s), the tokens.
+    pub max_len: f64,
+    pub mean_len: f64,
+    pub max_sum_sq: f64,
+    pub max_attention_s: f64,
+    pub tokens: f64,
+    /// Index into `Views::workers` of the initiating worker.
+    pub initiator: Option<usize>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Views {
+    pub workers: Vec<String>,
+    /// Worker ranks, parallel to `workers`.
+    pub ranks: Vec<u32>,
+    /// Pipeline stage of each worker.
+    pub stages: Vec<u32>,
+    pub steps: Vec<StepView>,
+    /// Step-major: `heat[step * workers + worker]` = the worker's work / the step's mean work
+    /// (NaN where the worker has no such step).
+    pub heat: Vec<f32>,
+    /// Per worker-step with known sequences: (predicted shard cost or Σ L², compute seconds).
+    pub compute_vs_cost: Vec<(f32, f32)>,
+    /// True when `compute_vs_cost` uses the fitted model (else raw Σ L²).
+    pub cost_is_model: bool,
+}
+
+pub fn build(frame: &Frame, ideal_per_step: &[f64], fit: Option<&Fit>, initiators: &[Initiator]) -> Views {
+    let w = frame.slots.len();
+    let mut heat = Vec::with_capacity(frame.steps.len() * w);
+    let mut steps = Vec::with_capacity(frame.steps.len());
+    let mut points = Vec::new();
+    let usable = fit.filter(|f| f.usable());
+    for (si, &step) in frame.steps.iter().enumerate() {
+        let cells: Vec<Option<&super::frame::Cell>> = (0..w).map(|wi| frame.cell(si, wi)).collect();
+        let works: Vec<f64> = cells.iter().flatten().map(|c| c.work() as f64).collect();
+        let m = mean(&works);
+        heat.extend(
+            cells.iter().map(|c| c.map_or(f32::NAN, |c| if m > 0.0 { (c.work() as f64 / m) as f32 } else { 1.0 })),
+        );
+        let known: Vec<&super::frame::Cell> = cells.iter().flatten().filter(|c| c.seq.known).copied().collect();
+        let tokens: f64 = known.iter().map(|c| c.seq.tokens).sum();
+        let documents: f64 = known.iter().map(|c| c.seq.documents).sum();
+        for c in &known {
+            let x = usable.map_or(c.seq.sum_sq, |f| f.predict(&c.seq) / 1e9);
+            points.push((x as f32, (c.compute as f64 / 1e9) as f32));
+        }
+        steps.push(StepView {
+            step,
+            time_s: cells.iter().flatten().map(|c| c.duration).max().unwrap_or(0) as f64 / 1e9,
+            ideal_s: ideal_per_step.get(si).copied().unwrap_or(0.0) / 1e9,
+            max_len: known.iter().map(|c| c.seq.max_len).fold(0.0, f64::max),
+            mean_len: if documents > 0.0 { tokens / documents } else { 0.0 },
+            max_sum_sq: known.iter().map(|c| c.seq.sum_sq).fold(0.0, f64::max),
+            max_attention_s: cells.iter().flatten().map(|c| c.attention).max().unwrap_or(0) as f64 / 1e9,
+            tokens,
+            initiator: initiators.iter().find(|i| i.step == step).map(|i| i.worker),
+        });
+    }
+    Views {
+        workers: frame.slots.iter().map(|s| s.label.clone()).collect(),
+        ranks: frame.slots.iter().map(|s| s.rank).collect(),
+        stages: frame.slots.iter().map(|s| s.stage as u32).collect(),
+        steps,
+        heat,
+        compute_vs_cost: points,
+        cost_is_model: usable.is_some(),
+    }
+}

@@ -1,0 +1,294 @@
+//! The report: what `seqskew analyze --json` prints and the web app renders. A documented,
+//! versioned schema (`seqskew.report/1`, see `docs/report-schema.md`); deterministic (sorted,
+//! rounded) so it snapshots. Adding fields is compatible; renaming or removing them is a new
+//! schema version.
+
+use serde::{Deserialize, Serialize};
+
+use crate::diag::Diagnostic;
+
+pub const SCHEMA: &str = "seqskew.report/1";
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: String,
+    pub tool: Tool,
+    pub inputs: Vec<Input>,
+    pub job: JobInfo,
+    pub verdict: Verdict,
+    pub slowdown: Slowdown,
+    pub signals: Vec<Signal>,
+    pub cost_model: Option<CostModel>,
+    pub whatif: Vec<WhatIf>,
+    /// The initiating worker of each step (the one the others waited for) and its excess.
+    pub stragglers: Vec<Straggler>,
+    pub initiators: Initiators,
+    pub fix: Fix,
+    pub verify_command: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Input {
+    pub path: String,
+    pub format: Option<String>,
+    pub workers: usize,
+    pub steps: usize,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobInfo {
+    pub workers: usize,
+    pub steps: usize,
+    pub dp: usize,
+    pub pp: usize,
+    pub has_sequence_lengths: bool,
+    /// `unknown`, `varlen_bounds`, `dense_shapes` or `exact`.
+    pub sequence_knowledge: String,
+    pub first_step: Option<u64>,
+    pub last_step: Option<u64>,
+    /// Job-level findings: duplicates, missing ranks, clock alignment.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The report's cause names.
+pub const CAUSES: [&str; 7] = [
+    "sequence_length_imbalance",
+    "slow_worker",
+    "pipeline_stage_imbalance",
+    "communication",
+    "host_stall",
+    "balanced",
+    "inconclusive",
+];
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// One of [`CAUSES`].
+    pub primary: String,
+    pub contributing: Vec<CauseShare>,
+    /// `high`, `medium` or `low`.
+    pub confidence: String,
+    pub headline: String,
+    /// The signals that support (or argue against) the verdict, in signal order.
+    pub evidence: Vec<Signal>,
+    /// What would make the verdict firmer (e.g. recording shapes), when anything would.
+    pub to_confirm: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CauseShare {
+    pub cause: String,
+    /// Fraction of the slowdown this cause accounts for.
+    pub share: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Slowdown {
+    /// Mean measured step time.
+    pub actual_step_s: f64,
+    /// Mean step time of the ideal run (compute at the mean, transfers at the median, no stalls).
+    pub ideal_step_s: f64,
+    /// S = actual / ideal.
+    pub factor: f64,
+    /// Time lost to straggling over the analysed steps.
+    pub time_lost_s: f64,
+    /// Share of the slowdown per cause (sums to 1 when S > 1).
+    pub by_cause: Vec<CauseShare>,
+    /// Replayed / measured step time: how well the replay reproduces the job (1 = exactly).
+    pub replay_fidelity: f64,
+}
+
+/// One piece of evidence: a number, its threshold, whether it passed, and what it means.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Signal {
+    /// Stable id: `max_vs_mean`, `attention_on_longest`, `compute_tracks_cost`, `rotation`,
+    /// `stage_band`, `communication_bound`, `host_stalls`.
+    pub id: String,
+    pub name: String,
+    pub value: f64,
+    pub threshold: f64,
+    pub passed: bool,
+    /// False when the data cannot say (too few steps, no lengths, a single stage...).
+    pub applicable: bool,
+    pub sentence: String,
+    /// Extra numbers (e.g. the mean-correlation beside the max-correlation), for display.
+    pub detail: Vec<(String, f64)>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CostModel {
+    /// compute ≈ c0 + per_doc·documents + per_token·tokens + per_token_sq·Σ L², per worker-step.
+    pub c0_s: f64,
+    pub per_doc_s: f64,
+    pub per_token_s: f64,
+    pub per_token_sq_s: f64,
+    pub r2: f64,
+    /// The quadratic term's share of predicted compute at the observed lengths.
+    pub quadratic_share: f64,
+    pub samples: usize,
+    /// The same fit per micro-batch, where micro-batches carry lengths and times.
+    pub micro_batch: Option<Box<CostModel>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WhatIf {
+    /// `current`, `sorted`, `token_balanced`, `lpt`, `karmarkar_karp`.
+    pub method: String,
+    pub predicted_step_s: f64,
+    pub speedup: f64,
+    /// Mean over steps of max/mean predicted compute across data-parallel ranks.
+    pub imbalance: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Straggler {
+    pub step: u64,
+    pub worker: u32,
+    /// How much longer it worked than the mean worker of the step.
+    pub excess_s: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Initiators {
+    /// Fraction of steps led by the most frequent initiator (1 = always the same).
+    pub dominance: f64,
+    pub distinct: usize,
+    /// The most frequent initiators: (rank, steps led), most first.
+    pub top: Vec<(u32, usize)>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fix {
+    pub summary: String,
+    /// The cost function to balance, with the fitted coefficients.
+    pub cost_function: Option<String>,
+    pub algorithm: Option<String>,
+    /// Where in the training stack the change goes.
+    pub location: Option<String>,
+    pub python: Option<String>,
+    /// When rebalancing alone cannot fix it (one document outweighs a whole shard).
+    pub limits: Option<String>,
+}
+
+/// Rounds to `digits` significant digits, so reports compare equal across platforms.
+pub fn round(x: f64, digits: i32) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return if x.is_finite() { 0.0 } else { x };
+    }
+    let magnitude = x.abs().log10().floor() as i32;
+    let factor = 10f64.powi(digits - 1 - magnitude);
+    (x * factor).round() / factor
+}
+
+impl Report {
+    /// Pretty JSON (the `--json` output).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Markdown for pasting in a wiki or an issue.
+    pub fn to_markdown(&self) -> String {
+        use std::fmt::Write;
+        let mut o = String::new();
+        let v = &self.verdict;
+        let _ = writeln!(o, "## seqskew: {}\n", cause_title(&v.primary));
+        let _ = writeln!(o, "**{}** (confidence: {})\n", v.headline, v.confidence);
+        let s = &self.slowdown;
+        let _ = writeln!(
+            o,
+            "- Job: {} workers (dp {} × pp {}), {} steps, sequence lengths: {}",
+            self.job.workers, self.job.dp, self.job.pp, self.job.steps, self.job.sequence_knowledge
+        );
+        let _ = writeln!(
+            o,
+            "- Step time {:.3} s vs ideal {:.3} s: slowdown **S = {:.2}**, {:.1} s lost over the analysed steps",
+            s.actual_step_s, s.ideal_step_s, s.factor, s.time_lost_s
+        );
+        if !s.by_cause.is_empty() {
+            let parts: Vec<String> =
+                s.by_cause.iter().map(|c| format!("{} {:.0}%", cause_title(&c.cause), c.share * 100.0)).collect();
+            let _ = writeln!(o, "- Slowdown by cause: {}", parts.join(", "));
+        }
+        if let Some((rank, steps)) = self.initiators.top.first() {
+            let _ = writeln!(
+                o,
+                "- Initiating worker: rank {rank} led {steps} of {} steps ({} distinct initiators)",
+                self.stragglers.len(),
+                self.initiators.distinct
+            );
+        }
+        let _ = writeln!(o, "\n### Evidence\n\n| signal | value | threshold | | |\n|---|---|---|---|---|");
+        for e in &self.signals {
+            let mark = match (e.applicable, e.passed) {
+                (false, _) => "n/a",
+                (true, true) => "yes",
+                (true, false) => "no",
+            };
+            let _ = writeln!(o, "| {} | {:.3} | {:.3} | {mark} | {} |", e.name, e.value, e.threshold, e.sentence);
+        }
+        if !self.whatif.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n### What if the batch were rebalanced?\n\n| method | predicted step | speedup | imbalance |\n|---|---|---|---|"
+            );
+            for w in &self.whatif {
+                let _ = writeln!(
+                    o,
+                    "| {} | {:.3} s | {:.2}× | {:.2} |",
+                    w.method, w.predicted_step_s, w.speedup, w.imbalance
+                );
+            }
+        }
+        let _ = writeln!(o, "\n### Fix\n\n{}", self.fix.summary);
+        if let Some(c) = &self.fix.cost_function {
+            let _ = writeln!(o, "\n- Cost: `{c}`");
+        }
+        if let Some(a) = &self.fix.algorithm {
+            let _ = writeln!(o, "- Algorithm: {a}");
+        }
+        if let Some(l) = &self.fix.location {
+            let _ = writeln!(o, "- Where: {l}");
+        }
+        if let Some(l) = &self.fix.limits {
+            let _ = writeln!(o, "- Limits: {l}");
+        }
+        if let Some(p) = &self.fix.python {
+            let _ = writeln!(o, "\n```python\n{p}```");
+        }
+        let _ = writeln!(o, "\n### Verify\n\n```sh\n{}\n```", self.verify_command);
+        o
+    }
+}
+
+/// A cause name as a title: "Sequence-length imbalance".
+pub fn cause_title(cause: &str) -> &'static str {
+    match cause {
+        "sequence_length_imbalance" => "Sequence-length imbalance",
+        "slow_worker" => "Slow worker",
+        "pipeline_stage_imbalance" => "Pipeline stage imbalance",
+        "communication" => "Communication",
+        "host_stall" => "Host stalls",
+        "balanced" => "Balanced",
+        _ => "Inconclusive",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_keeps_significant_digits() {
+        assert_eq!(round(1.234_567_89, 4), 1.235);
+        assert_eq!(round(0.000_123_456, 3), 0.000_123);
+        assert_eq!(round(0.0, 3), 0.0);
+        assert_eq!(round(98_765.0, 2), 99_000.0);
+    }
+}

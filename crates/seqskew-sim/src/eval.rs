@@ -1,0 +1,305 @@
+//! The labelled corpus: synthetic jobs across causes, mixtures, scales, noise levels and input
+//! formats, each written to the files a real job writes, imported, and diagnosed. The truth
+//! comes from the simulator's counterfactual replays; the score is how often the diagnosis
+//! names the truth's primary cause, and how close its slowdown S is to the true one.
+
+use std::collections::BTreeMap;
+
+use seqskew_core::analysis::analyze;
+use seqskew_core::export::{write_steplog_csv, write_steplog_jsonl};
+use seqskew_core::import::{FileImport, assemble, import_bytes};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Batching, Comm, Config, LengthDist, Lengths, Packing, SlowWorker, Stalls};
+use crate::engine::Simulation;
+use crate::job::to_job;
+use crate::rng::Rng;
+use crate::truth::truth;
+use crate::write::chrome::ChromeWriter;
+use crate::write::kineto::KinetoWriter;
+
+/// The file format a case is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileFormat {
+    Kineto,
+    Chrome,
+    StepLogJsonl,
+    StepLogCsv,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Case {
+    pub id: usize,
+    /// What was injected, for reading the results.
+    pub scenario: String,
+    pub config: Config,
+    pub format: FileFormat,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub id: usize,
+    pub scenario: String,
+    pub format: FileFormat,
+    pub workers: u32,
+    pub reveal: Lengths,
+    pub truth: String,
+    pub predicted: String,
+    pub confidence: String,
+    pub true_slowdown: f64,
+    pub estimated_slowdown: f64,
+    /// |estimated ideal − true ideal| / true ideal.
+    pub ideal_error: f64,
+    /// Lengths were revealed, so the what-ifs could run; the speedup the recommended balancer predicts.
+    pub predicted_speedup: Option<f64>,
+}
+
+const SCENARIOS: [&str; 9] = [
+    "seqlen-imbalance",
+    "seqlen-imbalance-padded",
+    "slow-worker",
+    "stage-imbalance",
+    "comm-jitter",
+    "gc-stalls",
+    "balanced",
+    "mixed-imbalance-slow",
+    "mixed-imbalance-stalls",
+];
+
+/// `n` cases, deterministic for `seed`, cycling through the scenarios with varied scale,
+/// noise, data, what the files reveal and their format.
+pub fn corpus(n: usize, seed: u64) -> Vec<Case> {
+    let mut rng = Rng::new(seed);
+    (0..n)
+        .map(|id| {
+            let scenario = SCENARIOS.get(id % SCENARIOS.len()).copied().unwrap_or("balanced");
+            let mut r = rng.fork(id as u64);
+            let config = case_config(scenario, &mut r, id as u64 ^ seed);
+            let workers = config.workers();
+            let format = match r.below(4) {
+                0 if workers <= 16 => FileFormat::Kineto,
+                0 | 1 => FileFormat::Chrome,
+                2 => FileFormat::StepLogJsonl,
+                _ => FileFormat::StepLogCsv,
+            };
+            // Large jobs go through step logs (what `seqskew summarize` would hand the analysis).
+            let format = if workers > 256 { FileFormat::StepLogJsonl } else { format };
+            Case { id, scenario: scenario.to_owned(), config, format }
+        })
+        .collect()
+}
+
+fn pick<T: Copy>(r: &mut Rng, items: &[T]) -> T {
+    let i = r.below(items.len() as u64) as usize;
+    items.get(i).or(items.first()).copied().unwrap_or_else(|| unreachable!("pick from an empty list"))
+}
+
+fn case_config(scenario: &str, r: &mut Rng, seed: u64) -> Config {
+    // Scale: mostly small and medium jobs, a few very large ones.
+    let dp = pick(r, &[2, 4, 8, 8, 16, 16, 32, 64, 128, 256, 1024]);
+    let pp = if scenario == "stage-imbalance" { pick(r, &[2, 4, 8]) } else { pick(r, &[1, 1, 1, 2, 4, 8]) };
+    let dp = if dp * pp > 2048 { 2048 / pp } else { dp };
+    let noise = if dp >= 256 { pick(r, &[0.01, 0.02]) } else { pick(r, &[0.01, 0.02, 0.04]) };
+    let lengths = pick(
+        r,
+        &[
+            LengthDist::LogNormal { mu: 6.0, sigma: 1.2 },
+            LengthDist::LogNormal { mu: 6.5, sigma: 1.0 },
+            LengthDist::Zipf { alpha: 1.8, min: 64.0 },
+            LengthDist::Bimodal { short: 300.0, long: 6000.0, p_long: 0.04 },
+        ],
+    );
+    let reveal = pick(r, &[Lengths::Exact, Lengths::Exact, Lengths::Shapes, Lengths::Hidden]);
+    let micro_batches = if pp > 1 { 2 * pp } else { pick(r, &[1, 2, 4]) };
+    let steps = if dp * pp >= 512 { 12 } else { pick(r, &[16, 24, 30]) };
+    let balanced_data = pick(r, &[Batching::CostKk, Batching::CostLpt]);
+    let base = Config {
+        seed,
+        dp,
+        pp,
+        steps,
+        micro_batches,
+        lengths,
+        reveal,
+        cost: crate::config::Cost { noise, ..crate::config::Cost::default() },
+        batching: balanced_data,
+        ..Config::default()
+    };
+    let slow = |r: &mut Rng| SlowWorker {
+        dp: r.below(u64::from(dp)) as u32,
+        pp: r.below(u64::from(pp)) as u32,
+        factor: pick(r, &[1.3, 1.5, 1.8]),
+    };
+    match scenario {
+        "seqlen-imbalance" => Config { batching: Batching::Random, ..base },
+        "seqlen-imbalance-padded" => {
+            Config { batching: Batching::Random, packing: Packing::Padded, docs_per_micro_batch: 8, ..base }
+        }
+        "slow-worker" => Config { slow_workers: vec![slow(r)], ..base },
+        "stage-imbalance" => Config { last_stage_factor: pick(r, &[1.5, 1.8, 2.2]), ..base },
+        "comm-jitter" => Config {
+            comm: Comm { allreduce_ns: pick(r, &[60e6, 120e6]), jitter: pick(r, &[0.7, 1.0]), ..Comm::default() },
+            ..base
+        },
+        "gc-stalls" => Config {
+            stalls: Stalls {
+                gc_probability: pick(r, &[0.5, 0.8]),
+                gc_fraction: pick(r, &[0.5, 0.8]),
+                ..Stalls::default()
+            },
+            ..base
+        },
+        "mixed-imbalance-slow" => Config { batching: Batching::Random, slow_workers: vec![slow(r)], ..base },
+        "mixed-imbalance-stalls" => Config {
+            batching: Batching::Random,
+            stalls: Stalls { gc_probability: 0.5, gc_fraction: 0.4, ..Stalls::default() },
+            ..base
+        },
+        _ => base,
+    }
+}
+
+/// Writes the case's files in memory.
+pub fn write_files(case: &Case, steps: &[crate::engine::SimStep]) -> Vec<(String, Vec<u8>)> {
+    let c = &case.config;
+    match case.format {
+        FileFormat::Chrome => {
+            let out = ChromeWriter::new(c, Vec::new()).and_then(|mut w| {
+                for s in steps {
+                    w.step(s)?;
+                }
+                w.finish()
+            });
+            vec![("job.trace.json".into(), out.unwrap_or_default())]
+        }
+        FileFormat::Kineto => {
+            let outs = KinetoWriter::new(c, vec![Vec::new(); c.workers() as usize]).and_then(|mut w| {
+                for s in steps {
+                    w.step(s)?;
+                }
+                w.finish()
+            });
+            outs.unwrap_or_default()
+                .into_iter()
+                .enumerate()
+                .map(|(r, b)| (format!("rank{r}.pt.trace.json"), b))
+                .collect()
+        }
+        FileFormat::StepLogJsonl | FileFormat::StepLogCsv => {
+            let job = to_job(c, steps);
+            let mut out = Vec::new();
+            let written = if case.format == FileFormat::StepLogCsv {
+                write_steplog_csv(&job, &mut out)
+            } else {
+                write_steplog_jsonl(&job, &mut out)
+            };
+            let name = if case.format == FileFormat::StepLogCsv { "steps.csv" } else { "steps.jsonl" };
+            written.map(|()| vec![(name.to_owned(), out)]).unwrap_or_default()
+        }
+    }
+}
+
+/// Simulates, writes, imports and diagnoses one case.
+pub fn run_case(case: &Case) -> Outcome {
+    let steps: Vec<crate::engine::SimStep> = Simulation::new(case.config.clone(), true).collect();
+    let t = truth(&case.config, &steps);
+    let files = write_files(case, &steps);
+    let imports: Vec<FileImport> = files.iter().map(|(n, b)| import_bytes(n, b)).collect();
+    let assembled = assemble(&imports);
+    let summaries: Vec<_> = imports.iter().map(FileImport::summary).collect();
+    let analysis = analyze(&assembled, &summaries);
+    let r = &analysis.report;
+    let ideal_error =
+        if t.ideal_step_s > 0.0 { (r.slowdown.ideal_step_s - t.ideal_step_s).abs() / t.ideal_step_s } else { 0.0 };
+    let predicted_speedup =
+        r.whatif.iter().find(|w| w.method == "karmarkar_karp" || w.method == "lpt").map(|w| w.speedup);
+    Outcome {
+        id: case.id,
+        scenario: case.scenario.clone(),
+        format: case.format,
+        workers: case.config.workers(),
+        reveal: case.config.reveal,
+        truth: t.primary,
+        predicted: r.verdict.primary.clone(),
+        confidence: r.verdict.confidence.clone(),
+        true_slowdown: t.slowdown,
+        estimated_slowdown: r.slowdown.factor,
+        ideal_error,
+        predicted_speedup,
+    }
+}
+
+/// Scores over the outcomes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub cases: usize,
+    pub accuracy: f64,
+    /// Per true cause: (cases, correctly diagnosed).
+    pub per_cause: BTreeMap<String, (usize, usize)>,
+    /// (true, predicted) → count.
+    pub confusion: BTreeMap<String, BTreeMap<String, usize>>,
+    /// Share of cases whose ideal step is within 10% of the truth's.
+    pub ideal_within_10pct: f64,
+    pub ideal_error_median: f64,
+}
+
+pub fn summarize(outcomes: &[Outcome]) -> Summary {
+    let mut s = Summary { cases: outcomes.len(), ..Summary::default() };
+    let mut correct = 0;
+    let mut errors: Vec<f64> = Vec::new();
+    for o in outcomes {
+        let ok = o.truth == o.predicted;
+        correct += usize::from(ok);
+        let e = s.per_cause.entry(o.truth.clone()).or_default();
+        e.0 += 1;
+        e.1 += usize::from(ok);
+        *s.confusion.entry(o.truth.clone()).or_default().entry(o.predicted.clone()).or_default() += 1;
+        errors.push(o.ideal_error);
+    }
+    s.accuracy = correct as f64 / outcomes.len().max(1) as f64;
+    s.ideal_within_10pct = errors.iter().filter(|&&e| e <= 0.10).count() as f64 / errors.len().max(1) as f64;
+    errors.sort_by(f64::total_cmp);
+    s.ideal_error_median = errors.get(errors.len() / 2).copied().unwrap_or(0.0);
+    s
+}
+
+impl Summary {
+    /// The confusion matrix and per-cause accuracy as text.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write;
+        let mut o = String::new();
+        let mut names: Vec<&String> =
+            self.confusion.keys().chain(self.confusion.values().flat_map(|m| m.keys())).collect();
+        names.sort();
+        names.dedup();
+        let short = |n: &str| -> String { n.split('_').map(|w| w.chars().next().unwrap_or('?')).collect() };
+        let _ = writeln!(o, "confusion (rows: truth, columns: diagnosis)");
+        let _ = write!(o, "{:>28}", "");
+        for n in &names {
+            let _ = write!(o, "{:>6}", short(n));
+        }
+        let _ = writeln!(o);
+        for t in &names {
+            let _ = write!(o, "{t:>28}");
+            for p in &names {
+                let c = self.confusion.get(*t).and_then(|m| m.get(*p)).copied().unwrap_or(0);
+                let _ = write!(o, "{c:>6}");
+            }
+            let _ = writeln!(o);
+        }
+        let _ = writeln!(o, "\nper cause: truth → correct / cases");
+        for (cause, (n, ok)) in &self.per_cause {
+            let _ = writeln!(o, "{cause:>28}  {ok:>4} / {n:<4} {:5.1}%", *ok as f64 * 100.0 / (*n).max(1) as f64);
+        }
+        let _ = writeln!(
+            o,
+            "\nprimary-cause accuracy {:.1}% over {} jobs; ideal step within 10% of the truth in {:.1}% (median error {:.1}%)",
+            self.accuracy * 100.0,
+            self.cases,
+            self.ideal_within_10pct * 100.0,
+            self.ideal_error_median * 100.0
+        );
+        o
+    }
+}
