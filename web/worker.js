@@ -2,4 +2,4 @@
 // the page's requests instead of rendering.
 "use strict";
 importScripts("./seqskew-web.js");
-wasm_bindgen("./seqskew-web_bg.wasm");
+wasm_bindgen({ module_or_path: "./seqskew-web_bg.wasm" });

@@ -35,18 +35,11 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
         if e.is_dir() {
             walk(&e, out)?;
-        } else if is_trace_name(name) {
+        } else if seqskew_core::import::is_trace_file_name(name) {
             out.push(e);
         }
     }
     Ok(())
-}
-
-/// Inside directories only files named like traces are taken (a file named on the command
-/// line is always read, and its format is decided by its content).
-fn is_trace_name(name: &str) -> bool {
-    let name = name.strip_suffix(".gz").unwrap_or(name);
-    [".json", ".jsonl", ".csv"].iter().any(|ext| name.ends_with(ext))
 }
 
 /// Imports one file; an unreadable file becomes a diagnostic like any other bad input.

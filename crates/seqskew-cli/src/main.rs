@@ -1,6 +1,7 @@
 //! `seqskew`: find out why a distributed training job straggles.
 
 mod analyze;
+mod check;
 mod eval;
 mod input;
 mod inspect;
@@ -44,6 +45,37 @@ enum Command {
         /// Print the report as Markdown (for a wiki page or an issue).
         #[arg(long)]
         markdown: bool,
+    },
+    /// Exit 0 when the job's slowdown is within the bound, 1 when it straggles beyond it, 2 when
+    /// the input cannot be analysed (for CI).
+    Check {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// The largest acceptable slowdown S (actual / ideal step time).
+        #[arg(long, default_value_t = 1.10)]
+        max_slowdown: f64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare a run before and after a fix: step time, slowdown, and which symptoms went away.
+    Compare {
+        /// Traces of the run before the fix (file or directory).
+        before: PathBuf,
+        /// Traces of the run after the fix (file or directory).
+        after: PathBuf,
+        #[arg(long, default_value_t = 1.10)]
+        max_slowdown: f64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the step-log form of any input (all the analysis needs), e.g. to load a job too big
+    /// for one browser: summarise where the traces are, then open the summaries.
+    Summarize {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Output file: .jsonl or .csv, optionally .gz; - for standard output.
+        #[arg(short, long)]
+        out: PathBuf,
     },
     /// Write a synthetic job with a known cause: a preset or a configuration file.
     Synth {
@@ -104,6 +136,11 @@ fn main() -> ExitCode {
             };
             analyze::run(&paths, output)
         }
+        Command::Check { paths, max_slowdown, json } => check::check(&paths, max_slowdown, json),
+        Command::Compare { before, after, max_slowdown, json } => {
+            check::compare_runs(&before, &after, max_slowdown, json)
+        }
+        Command::Summarize { paths, out } => check::summarize(&paths, &out),
         Command::Synth { preset, config, seed, steps, out, format, gzip } => {
             synth::run(&synth::Options { preset, config, seed, steps, out, formats: format, gzip })
         }

@@ -44,6 +44,9 @@ fn step_fields(w: &Worker, s: &WorkerStep) -> Vec<(&'static str, String)> {
     if p2p > 0 {
         f.push(("p2p_s", seconds(p2p)));
     }
+    if let Some(t) = s.transfer {
+        f.push(("transfer_s", seconds(t)));
+    }
     sequence_fields(&s.sequences, &mut f);
     f
 }
@@ -117,7 +120,7 @@ pub fn write_steplog_jsonl(job: &Job, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 26] = [
+pub const CSV_COLUMNS: [&str; 27] = [
     "v",
     "step",
     "rank",
@@ -136,6 +139,7 @@ pub const CSV_COLUMNS: [&str; 26] = [
     "comm_s",
     "wait_s",
     "p2p_s",
+    "transfer_s",
     "stall_s",
     "optimizer_s",
     "data_s",

@@ -9,6 +9,7 @@
 
 pub mod analysis;
 pub mod balance;
+pub mod compare;
 pub mod diag;
 pub mod export;
 pub mod import;

@@ -54,6 +54,10 @@ pub struct WorkerStep {
     pub micro_batches: Vec<MicroBatch>,
     /// The step's collective calls in the order this worker issued them.
     pub collectives: Vec<Collective>,
+    /// Of the time in collectives, how much was transfer rather than waiting for the last
+    /// participant, when known (measured across workers when the job is assembled, or read
+    /// from a step log's `transfer_s`).
+    pub transfer: Option<Nanos>,
     pub sequences: Sequences,
 }
 

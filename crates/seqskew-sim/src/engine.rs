@@ -89,8 +89,12 @@ pub struct SimStep {
     pub bins: Vec<Vec<u32>>,
     /// The step with all imbalance and stalls removed (the truth's ideal).
     pub ideal: Nanos,
-    /// The step with only one cause present (the rest ideal), per [`Cause::ALL`].
+    /// The step with only one cause present (the rest ideal), per [`Cause::ALL`]. The ideal and
+    /// these replays transfer in the nominal (median) time; the truth re-centres them on the
+    /// job's median transfer.
     pub only: [Nanos; 5],
+    /// This step's gradient-collective transfer per stage.
+    pub transfers: Vec<Nanos>,
 }
 
 impl SimStep {
@@ -211,11 +215,11 @@ pub fn deal_batch(config: &Config, rng: &mut Rng) -> Vec<Vec<u32>> {
             let lens: Vec<f64> = docs.iter().map(|&l| f64::from(l)).collect();
             deal(&docs, &partition(&lens, bins, Method::Sorted), bins)
         }
-        (Batching::TokenBalanced, _) => two_level(config, &docs, f64::from, Method::Lpt),
-        (Batching::CostLpt, _) => two_level(config, &docs, |l| document_cost(config, l), Method::Lpt),
+        (Batching::TokenBalanced, _) => two_level(config, &docs, f64::from, Method::Lpt, rng),
+        (Batching::CostLpt, _) => two_level(config, &docs, |l| document_cost(config, l), Method::Lpt, rng),
         (Batching::CostKk, _) => {
             let method = if config.dp <= 64 { Method::KarmarkarKarp } else { Method::Lpt };
-            two_level(config, &docs, |l| document_cost(config, l), method)
+            two_level(config, &docs, |l| document_cost(config, l), method, rng)
         }
     }
 }
@@ -254,10 +258,13 @@ fn deal(docs: &[u32], assignment: &[usize], bins: usize) -> Vec<Vec<u32>> {
     out
 }
 
-/// Balance across ranks first, then each rank's documents across its micro-batches.
-fn two_level(config: &Config, docs: &[u32], cost: impl Fn(u32) -> f64, method: Method) -> Vec<Vec<u32>> {
+/// Balance across ranks first, then each rank's documents across its micro-batches. Bins go to
+/// ranks in random order: balancers emit bins heaviest-first, and a rank that always got the
+/// first bin would look like slow hardware.
+fn two_level(config: &Config, docs: &[u32], cost: impl Fn(u32) -> f64, method: Method, rng: &mut Rng) -> Vec<Vec<u32>> {
     let costs: Vec<f64> = docs.iter().map(|&l| cost(l)).collect();
-    let ranks = deal(docs, &partition(&costs, config.dp as usize, method), config.dp as usize);
+    let mut ranks = deal(docs, &partition(&costs, config.dp as usize, method), config.dp as usize);
+    rng.shuffle(&mut ranks);
     let mut out = Vec::with_capacity((config.dp * config.micro_batches) as usize);
     for rank_docs in ranks {
         let c: Vec<f64> = rank_docs.iter().map(|&l| cost(l)).collect();
@@ -347,12 +354,12 @@ fn simulate_step(config: &Config, rng: &mut Rng, number: u64, start: Nanos, trut
             false,
         )
         .0;
-        // Each cause alone on top of the ideal run (noise travels with the data's variation,
-        // as the diagnosis cannot tell them apart either).
+        // Each cause alone on top of the ideal run, without run-to-run noise (no cause of its
+        // own, and the diagnosis measures the data's share from the data's predicted cost).
         let none =
             Keep { imbalance: false, slow: false, stages: false, comm_jitter: false, stalls: false, noise: false };
         let only = [
-            replay(config, &draws, start, Keep { imbalance: true, noise: true, ..none }, false).0,
+            replay(config, &draws, start, Keep { imbalance: true, ..none }, false).0,
             replay(config, &draws, start, Keep { slow: true, ..none }, false).0,
             replay(config, &draws, start, Keep { stages: true, ..none }, false).0,
             replay(config, &draws, start, Keep { comm_jitter: true, ..none }, false).0,
@@ -362,7 +369,8 @@ fn simulate_step(config: &Config, rng: &mut Rng, number: u64, start: Nanos, trut
     } else {
         (0, [0; 5])
     };
-    SimStep { number, start, end, groups: timelines, bins, ideal, only }
+    let transfers = draws.transfer.clone();
+    SimStep { number, start, end, groups: timelines, bins, ideal, only, transfers }
 }
 
 /// Replays the step under `keep`; returns its end and (when `record`) every group's ops.

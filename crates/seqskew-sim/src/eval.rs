@@ -77,8 +77,9 @@ pub fn corpus(n: usize, seed: u64) -> Vec<Case> {
             let mut r = rng.fork(id as u64);
             let config = case_config(scenario, &mut r, id as u64 ^ seed);
             let workers = config.workers();
+            // Kineto traces carry no pipeline coordinates: only data-parallel jobs use them.
             let format = match r.below(4) {
-                0 if workers <= 16 => FileFormat::Kineto,
+                0 if workers <= 16 && config.pp == 1 => FileFormat::Kineto,
                 0 | 1 => FileFormat::Chrome,
                 2 => FileFormat::StepLogJsonl,
                 _ => FileFormat::StepLogCsv,

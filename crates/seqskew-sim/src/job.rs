@@ -103,6 +103,7 @@ pub fn worker_step(config: &Config, step: &SimStep, group: &GroupStep) -> Worker
         totals,
         micro_batches: micro,
         collectives,
+        transfer: None,
         sequences,
     }
 }
@@ -130,6 +131,8 @@ pub fn to_job(config: &Config, steps: &[SimStep]) -> Job {
             }
         }
     }
+    // As assembling imported files does.
+    seqskew_core::import::measure_transfers(&mut job.workers);
     job
 }
 

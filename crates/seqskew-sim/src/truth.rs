@@ -41,14 +41,25 @@ pub struct Truth {
 
 /// The truth of a finished simulation (its steps must have been simulated with truth on).
 pub fn truth(config: &Config, steps: &[SimStep]) -> Truth {
+    // The ideal run transfers in the job's median transfer time (as the diagnosis defines it),
+    // not the distribution's: shift the replays that used the nominal time.
+    let mut transfers: Vec<i64> = steps.iter().flat_map(|s| s.transfers.iter().copied()).collect();
+    transfers.sort_unstable();
+    let median_transfer = transfers.get(transfers.len() / 2).copied().unwrap_or(0);
+    let nominal = (config.comm.allreduce_ns * config.comm_slowdown) as i64;
+    let shift = median_transfer - nominal;
     let actual: i64 = steps.iter().map(SimStep::duration).sum();
-    let ideal: i64 = steps.iter().map(|s| s.ideal).sum();
+    let ideal: i64 = steps.iter().map(|s| s.ideal + shift).sum();
     let slowdown = if ideal > 0 { actual as f64 / ideal as f64 } else { 1.0 };
     // Each cause's gain: how much longer its steps are with only that cause present.
     let gains: Vec<f64> = Cause::ALL
         .iter()
         .enumerate()
-        .map(|(i, _)| steps.iter().map(|s| (s.only.get(i).copied().unwrap_or(0) - s.ideal).max(0) as f64).sum())
+        .map(|(i, c)| {
+            // Every replay but the communication one keeps the nominal transfer, like `ideal`.
+            let own_shift = if *c == Cause::Communication { shift } else { 0 };
+            steps.iter().map(|s| (s.only.get(i).copied().unwrap_or(0) - s.ideal - own_shift).max(0) as f64).sum()
+        })
         .collect();
     let total: f64 = gains.iter().sum();
     let mut causes: Vec<CauseShare> = Cause::ALL
@@ -77,7 +88,7 @@ pub fn truth(config: &Config, steps: &[SimStep]) -> Truth {
             .map(|s| TruthStep {
                 step: s.number,
                 actual_s: s.duration() as f64 / 1e9,
-                ideal_s: s.ideal as f64 / 1e9,
+                ideal_s: (s.ideal + shift) as f64 / 1e9,
                 documents: s.bins.chunks(config.micro_batches.max(1) as usize).map(<[Vec<u32>]>::to_vec).collect(),
             })
             .collect(),

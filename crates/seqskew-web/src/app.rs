@@ -1,16 +1,20 @@
-//! The page: drop zone, file list, and (as issues land) the verdict and the views.
+//! The page: header and actions, progress, the verdict, and the views.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use gloo::worker::{Spawnable, WorkerBridge};
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::Closure;
 use yew::prelude::*;
 
-use crate::components::drop_zone::DropZone;
-use crate::components::file_list::FileList;
-use crate::example;
+use crate::components::drop_zone::{DropZone, on_input_change};
+use crate::components::progress::ProgressBar;
+use crate::components::verdict::VerdictPanel;
+use crate::components::views::ViewsPanel;
+use crate::hash::{self, HashState};
 use crate::protocol::{InputFile, JsCodec, Request, Response, decode_result};
-use crate::state::{Action, AppState};
+use crate::state::{Action, AppState, Role};
 use crate::worker::AnalysisWorker;
 
 impl Reducible for AppState {
@@ -22,6 +26,9 @@ impl Reducible for AppState {
 
 /// Where the worker's loader is, relative to the page (works from any sub-path).
 const WORKER_LOADER: &str = "./worker.js";
+/// The example shown on a first visit, and its fixed twin for compare mode.
+pub const EXAMPLE: &str = "seqlen-imbalance";
+pub const FIXED_EXAMPLE: &str = "seqlen-balanced";
 
 fn spawn_worker(dispatch: UseReducerDispatcher<AppState>) -> WorkerBridge<AnalysisWorker> {
     AnalysisWorker::spawner()
@@ -29,7 +36,7 @@ fn spawn_worker(dispatch: UseReducerDispatcher<AppState>) -> WorkerBridge<Analys
         .callback(move |response| {
             let action = match response {
                 Response::Progress(p) => Action::Progress(p),
-                Response::Done { job, payload } => Action::Finished { job, result: decode_result(&payload) },
+                Response::Done { job, payload } => Action::Finished { job, result: decode_result(&payload).map(Rc::new) },
                 Response::Cancelled { job } => Action::Cancelled { job },
                 Response::Crashed { message } => Action::Crashed(message),
             };
@@ -38,20 +45,86 @@ fn spawn_worker(dispatch: UseReducerDispatcher<AppState>) -> WorkerBridge<Analys
         .spawn_with_loader(WORKER_LOADER)
 }
 
+/// What to load: files, or a simulated example.
+#[derive(Clone, Debug)]
+pub enum Load {
+    Files(Vec<InputFile>),
+    Example(&'static str),
+}
+
+fn window() -> Option<web_sys::Window> {
+    web_sys::window()
+}
+
+/// `?embed=1`: the compact layout for wiki pages.
+fn embedded() -> bool {
+    window()
+        .and_then(|w| w.location().search().ok())
+        .is_some_and(|q| q.trim_start_matches('?').split('&').any(|p| p == "embed=1"))
+}
+
+fn current_hash() -> HashState {
+    hash::parse(&window().and_then(|w| w.location().hash().ok()).unwrap_or_default())
+}
+
+/// Offers `text` as a file download (a local blob URL: nothing leaves the page).
+pub fn download(name: &str, mime: &str, text: &str) {
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type(mime);
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else { return };
+    download_blob(name, &blob);
+}
+
+pub fn download_blob(name: &str, blob: &web_sys::Blob) {
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(blob) else { return };
+    download_url(name, &url);
+    let _ = web_sys::Url::revoke_object_url(&url);
+}
+
+pub fn download_url(name: &str, url: &str) {
+    let Some(document) = window().and_then(|w| w.document()) else { return };
+    if let Ok(a) = document.create_element("a").map(|e| e.unchecked_into::<web_sys::HtmlAnchorElement>()) {
+        a.set_href(url);
+        a.set_download(name);
+        a.click();
+    }
+}
+
+/// Fetches a same-origin trace named in `#src=` as a file.
+async fn fetch_src(src: String) -> Result<InputFile, String> {
+    let w = window().ok_or("no window")?;
+    let response =
+        wasm_bindgen_futures::JsFuture::from(w.fetch_with_str(&src)).await.map_err(|e| format!("{src}: {e:?}"))?;
+    let response: web_sys::Response = response.dyn_into().map_err(|_| format!("{src}: not a response"))?;
+    if !response.ok() {
+        return Err(format!("{src}: the server answered {}", response.status()));
+    }
+    let blob = wasm_bindgen_futures::JsFuture::from(response.blob().map_err(|e| format!("{src}: {e:?}"))?)
+        .await
+        .map_err(|e| format!("{src}: {e:?}"))?;
+    let blob: web_sys::Blob = blob.unchecked_into();
+    let name = src.rsplit('/').next().unwrap_or(&src).to_owned();
+    Ok(InputFile { name, size: blob.size() as u64, blob })
+}
+
 #[component(App)]
 pub fn app() -> Html {
-    let state = use_reducer(AppState::default);
+    let state = use_reducer(|| AppState { nav: current_hash(), ..AppState::default() });
     let bridge: Rc<RefCell<Option<WorkerBridge<AnalysisWorker>>>> = use_mut_ref(|| None);
     let next_job = use_mut_ref(|| 0u32);
+    let embed = use_memo((), |_| embedded());
 
     let start = {
         let state = state.clone();
         let bridge = bridge.clone();
         let next_job = next_job.clone();
-        Callback::from(move |files: Vec<InputFile>| {
-            if files.is_empty() {
-                return;
-            }
+        Callback::from(move |(load, role): (Load, Role)| {
+            let (files, bytes) = match &load {
+                Load::Files(f) if f.is_empty() => return,
+                Load::Files(f) => (f.len() as u32, f.iter().map(|f| f.size).sum()),
+                Load::Example(_) => (1, 0),
+            };
             let job = {
                 let mut n = next_job.borrow_mut();
                 *n += 1;
@@ -65,18 +138,79 @@ pub fn app() -> Html {
             if let (Some(b), Some(loading)) = (slot.as_ref(), state.loading.as_ref()) {
                 b.send(Request::Cancel { job: loading.progress.job });
             }
-            let names = files.iter().map(|f| f.name.clone()).collect();
-            let bytes = files.iter().map(|f| f.size).sum();
-            state.dispatch(Action::Started { job, names, bytes });
+            state.dispatch(Action::Started { job, role, files, bytes });
             if let Some(b) = slot.as_ref() {
-                b.send(Request::Analyze { job, files });
+                b.send(match load {
+                    Load::Files(files) => Request::Analyze { job, files },
+                    Load::Example(preset) => Request::Example { job, preset: preset.to_owned() },
+                });
             }
         })
     };
 
+    // First visit: the trace named in #src=, else the example.
+    {
+        let start = start.clone();
+        let state = state.clone();
+        use_effect_with((), move |_| match state.nav.src.clone() {
+            Some(src) if hash::is_safe_src(&src) => {
+                wasm_bindgen_futures::spawn_local(async move {
+                    match fetch_src(src).await {
+                        Ok(file) => start.emit((Load::Files(vec![file]), Role::Main)),
+                        Err(e) => {
+                            state.dispatch(Action::Crashed(format!("could not load the trace named in the link: {e}")))
+                        }
+                    }
+                });
+            }
+            Some(src) => state.dispatch(Action::Crashed(format!(
+                "the link names {src:?}, which is not a relative same-origin URL; it was not loaded"
+            ))),
+            None => start.emit((Load::Example(EXAMPLE), Role::Main)),
+        });
+    }
+
+    // Back/forward and pasted links: follow the hash.
+    {
+        let state = state.clone();
+        use_effect_with((), move |_| {
+            let listener = Closure::<dyn Fn()>::new(move || state.dispatch(Action::Navigate(current_hash())));
+            if let Some(w) = window() {
+                let _ = w.add_event_listener_with_callback("hashchange", listener.as_ref().unchecked_ref());
+            }
+            move || {
+                if let Some(w) = window() {
+                    let _ = w.remove_event_listener_with_callback("hashchange", listener.as_ref().unchecked_ref());
+                }
+            }
+        });
+    }
+    // Mirror the view state in the hash without adding history entries.
+    use_effect_with(state.nav.clone(), |nav| {
+        let wanted = hash::format(nav);
+        if let Some(w) = window()
+            && w.location().hash().ok().as_deref() != Some(wanted.as_str())
+            && let Ok(history) = w.history()
+        {
+            let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&wanted));
+        }
+    });
+
+    let on_files = {
+        let start = start.clone();
+        Callback::from(move |files: Vec<InputFile>| start.emit((Load::Files(files), Role::Main)))
+    };
+    let on_compare_files = {
+        let start = start.clone();
+        Callback::from(move |files: Vec<InputFile>| start.emit((Load::Files(files), Role::After)))
+    };
     let load_example = {
         let start = start.clone();
-        Callback::from(move |_: MouseEvent| start.emit(example::files()))
+        Callback::from(move |_: MouseEvent| start.emit((Load::Example(EXAMPLE), Role::Main)))
+    };
+    let load_fixed = {
+        let start = start.clone();
+        Callback::from(move |_: MouseEvent| start.emit((Load::Example(FIXED_EXAMPLE), Role::After)))
     };
     let cancel = {
         let state = state.clone();
@@ -91,28 +225,45 @@ pub fn app() -> Html {
         let state = state.clone();
         Callback::from(move |_: MouseEvent| state.dispatch(Action::DismissError))
     };
+    let export = |markdown: bool| {
+        let state = state.clone();
+        Callback::from(move |_: MouseEvent| {
+            let Some(report) = state.main.as_ref().and_then(|m| m.analysis.as_ref()).map(|a| &a.report) else { return };
+            if markdown {
+                download("seqskew-report.md", "text/markdown", &report.to_markdown());
+            } else {
+                download("seqskew-report.json", "application/json", &report.to_json());
+            }
+        })
+    };
 
-    // First visit: show the example job.
-    {
-        let start = start.clone();
-        use_effect_with((), move |_| start.emit(example::files()));
-    }
-
-    let verdict_files =
-        state.result.as_ref().map(|r| r.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>().join(","));
+    let main = state.main.clone();
+    let report = main.as_ref().and_then(|m| m.analysis.as_ref()).map(|a| Rc::new(a.report.clone()));
+    let files = main.as_ref().map(|m| m.file_names()).unwrap_or_default();
+    let is_example = files == format!("{EXAMPLE}.trace.json");
     html! {
-        <DropZone on_files={start.clone()}>
-            <header class="top">
-                <h1>{"seqskew"}</h1>
-                <p class="tagline">{"Why does your distributed training job straggle? Drop PyTorch profiler traces, Chrome traces or step logs. "}
-                    <strong>{"Nothing leaves your browser."}</strong></p>
-                <div class="actions">
-                    <label class="button" for="file-input">{"Open files…"}</label>
-                    <input id="file-input" class="visually-hidden" type="file" multiple=true
-                        accept=".json,.gz,.jsonl,.csv" onchange={crate::components::drop_zone::on_input_change(start.clone())} />
-                    <button onclick={load_example}>{"Load example"}</button>
-                </div>
-            </header>
+        <DropZone on_files={on_files.clone()} class={classes!((*embed).then_some("embed"))}>
+            if !*embed {
+                <header class="top">
+                    <h1>{"seqskew"}</h1>
+                    <p class="tagline">{"Why does your distributed training job straggle? Drop PyTorch profiler traces, Chrome traces or step logs (files or folders). "}
+                        <strong>{"Nothing leaves your browser."}</strong></p>
+                    <nav class="actions" aria-label="Actions">
+                        <label class="button" for="file-input">{"Open files…"}</label>
+                        <input id="file-input" class="visually-hidden" type="file" multiple=true
+                            accept=".json,.gz,.jsonl,.csv" onchange={on_input_change(on_files.clone())} />
+                        <button onclick={load_example}>{"Load example"}</button>
+                        if is_example {
+                            <button onclick={load_fixed}>{"Load the fixed run"}</button>
+                        }
+                        <label class="button" for="compare-input" title="Load the run after a fix to compare">{"Compare with…"}</label>
+                        <input id="compare-input" class="visually-hidden" type="file" multiple=true
+                            accept=".json,.gz,.jsonl,.csv" onchange={on_input_change(on_compare_files)} />
+                        <button onclick={export(false)} disabled={report.is_none()}>{"Report JSON"}</button>
+                        <button onclick={export(true)} disabled={report.is_none()}>{"Report Markdown"}</button>
+                    </nav>
+                </header>
+            }
             if let Some(error) = &state.error {
                 <div class="banner error" role="alert">
                     <span>{error}</span>
@@ -120,14 +271,14 @@ pub fn app() -> Html {
                 </div>
             }
             if let Some(loading) = &state.loading {
-                <crate::components::progress::ProgressBar progress={loading.progress} on_cancel={cancel} />
+                <ProgressBar progress={loading.progress} on_cancel={cancel} />
             }
-            <section id="verdict" aria-live="polite"
-                data-cause={verdict_files.as_ref().map(|_| "pending")}
-                data-files={verdict_files.clone()}>
-            </section>
-            if let Some(result) = &state.result {
-                <FileList result={result.clone()} />
+            <VerdictPanel files={AttrValue::from(files)} report={report} pending={state.loading.is_some()} />
+            if let Some(main) = main {
+                <ViewsPanel state={state.clone()} main={main} after={state.after.clone()} embed={*embed} />
+            }
+            if !*embed {
+                <p class="drop-hint">{"Drop trace files or folders anywhere on this page. They are read here, in your browser; nothing is uploaded."}</p>
             }
         </DropZone>
     }
@@ -137,9 +288,7 @@ pub fn app() -> Html {
 fn install_panic_banner() {
     yew::set_custom_panic_hook(Box::new(|info| {
         web_sys::console::error_1(&info.to_string().into());
-        let Some(document) = web_sys::window().and_then(|w| w.document()) else {
-            return;
-        };
+        let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
         if let Some(body) = document.body()
             && let Ok(banner) = document.create_element("div")
         {

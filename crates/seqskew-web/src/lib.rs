@@ -3,7 +3,8 @@
 
 pub mod app;
 pub mod components;
-pub mod example;
+pub mod folders;
+pub mod hash;
 pub mod protocol;
 pub mod state;
 pub mod worker;

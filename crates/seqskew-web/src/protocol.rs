@@ -23,6 +23,8 @@ pub struct InputFile {
 pub enum Request {
     /// Import and analyse these files as one job.
     Analyze { job: u32, files: Vec<InputFile> },
+    /// Simulate a preset job, write it as a Chrome trace, and analyse that like a dropped file.
+    Example { job: u32, preset: String },
     /// Stop job `job`; its partial results are discarded.
     Cancel { job: u32 },
 }
@@ -57,13 +59,26 @@ pub struct Progress {
     pub elapsed_ms: f64,
 }
 
-/// What a finished job sends back.
+/// What a finished job sends back: the files' summaries and, when anything could be
+/// analysed, the analysis (report and plotted series). Never the raw trace.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobResult {
     pub files: Vec<seqskew_core::import::FileSummary>,
     pub job_diagnostics: Vec<seqskew_core::diag::Diagnostic>,
     pub workers: usize,
     pub steps: usize,
+    pub analysis: Option<seqskew_core::analysis::Analysis>,
+    /// What the timeline draws.
+    pub timeline: Option<seqskew_plot::timeline::TimelineData>,
+    /// Per step (pipeline jobs only): the pipeline of the replica holding the step's initiator.
+    pub pipelines: Vec<seqskew_plot::PipelineData>,
+}
+
+impl JobResult {
+    /// The analysed files' names, comma-separated (the `data-files` hook).
+    pub fn file_names(&self) -> String {
+        self.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>().join(",")
+    }
 }
 
 pub fn encode_result(result: &JobResult) -> Vec<u8> {

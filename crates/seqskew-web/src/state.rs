@@ -1,73 +1,129 @@
-//! The page's state as a pure reducer (unit-tested natively): what is loaded, what is loading.
+//! The page's state as a pure reducer (unit-tested natively): which runs are loaded (a run and,
+//! in compare mode, the run after a fix), what is loading, and what the user looks at.
 
 use std::rc::Rc;
 
+use crate::hash::{HashState, View};
 use crate::protocol::{JobResult, Progress};
 
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct AppState {
-    /// The job the page is waiting for (results of older jobs are ignored).
-    pub current_job: u32,
-    pub loading: Option<Loading>,
-    pub result: Option<Rc<JobResult>>,
-    /// Names of the files of the shown (or loading) job.
-    pub file_names: Vec<String>,
-    /// A visible error banner: worker crashes, unreadable results.
-    pub error: Option<String>,
+/// Which run a job loads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Role {
+    /// The run being diagnosed.
+    #[default]
+    Main,
+    /// The run after a fix, compared against the main one.
+    After,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Loading {
+    pub role: Role,
     pub progress: Progress,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AppState {
+    /// The job the page waits for (results of older jobs are ignored).
+    pub current_job: u32,
+    pub loading: Option<Loading>,
+    pub main: Option<Rc<JobResult>>,
+    pub after: Option<Rc<JobResult>>,
+    /// A visible error banner: worker crashes, unreadable results.
+    pub error: Option<String>,
+    /// View, focused step and worker, zoom (mirrored in the URL hash).
+    pub nav: HashState,
 }
 
 #[derive(Clone, Debug)]
 pub enum Action {
-    Started { job: u32, names: Vec<String>, bytes: u64 },
+    Started {
+        job: u32,
+        role: Role,
+        files: u32,
+        bytes: u64,
+    },
     Progress(Progress),
-    Finished { job: u32, result: Result<JobResult, String> },
-    Cancelled { job: u32 },
+    Finished {
+        job: u32,
+        result: Result<Rc<JobResult>, String>,
+    },
+    Cancelled {
+        job: u32,
+    },
     Crashed(String),
     DismissError,
+    Show(View),
+    FocusStep(Option<u64>),
+    FocusWorker(Option<u32>),
+    Zoom(Option<(f64, f64)>),
+    /// The hash changed (back/forward, a pasted link).
+    Navigate(HashState),
+    CloseCompare,
 }
 
 impl AppState {
     pub fn reduce(&self, action: Action) -> AppState {
         let mut next = self.clone();
         match action {
-            Action::Started { job, names, bytes } => {
+            Action::Started { job, role, files, bytes } => {
                 next.current_job = job;
-                next.file_names = names;
                 next.loading = Some(Loading {
-                    progress: Progress {
-                        job,
-                        files_total: next.file_names.len() as u32,
-                        bytes_total: bytes,
-                        ..Progress::default()
-                    },
+                    role,
+                    progress: Progress { job, files_total: files, bytes_total: bytes, ..Progress::default() },
                 });
             }
-            Action::Progress(p) if p.job == self.current_job && self.loading.is_some() => {
-                next.loading = Some(Loading { progress: p });
+            Action::Progress(p) => {
+                if let Some(l) = next.loading.as_mut().filter(|_| p.job == self.current_job) {
+                    l.progress = p;
+                }
             }
-            Action::Progress(_) => {}
             Action::Finished { job, result } if job == self.current_job => {
-                next.loading = None;
+                let role = next.loading.take().map(|l| l.role).unwrap_or_default();
                 match result {
-                    Ok(r) => next.result = Some(Rc::new(r)),
+                    Ok(r) => match role {
+                        Role::Main => {
+                            next.main = Some(r);
+                            // A new run invalidates the old comparison and focus.
+                            next.after = None;
+                            next.nav =
+                                HashState { view: self.nav.view, src: self.nav.src.clone(), ..HashState::default() };
+                            if next.nav.view == View::Compare {
+                                next.nav.view = View::Timeline;
+                            }
+                        }
+                        Role::After => {
+                            next.after = Some(r);
+                            next.nav.view = View::Compare;
+                        }
+                    },
                     Err(e) => next.error = Some(e),
                 }
             }
             Action::Finished { .. } => {}
-            Action::Cancelled { job } if job == self.current_job => next.loading = None,
-            Action::Cancelled { .. } => {}
+            Action::Cancelled { job } => {
+                if job == self.current_job {
+                    next.loading = None;
+                }
+            }
             Action::Crashed(message) => {
                 next.loading = None;
                 next.error = Some(format!(
-                    "The analysis stopped on an internal error and was restarted. Please report it: {message}"
+                    "The analysis stopped on an internal error and was restarted; the page still works. Please report: {message}"
                 ));
             }
             Action::DismissError => next.error = None,
+            Action::Show(v) => next.nav.view = v,
+            Action::FocusStep(s) => next.nav.step = s,
+            Action::FocusWorker(w) => next.nav.worker = w,
+            Action::Zoom(z) => next.nav.zoom = z,
+            Action::Navigate(h) => next.nav = h,
+            Action::CloseCompare => {
+                next.after = None;
+                if next.nav.view == View::Compare {
+                    next.nav.view = View::Timeline;
+                }
+            }
         }
         next
     }
@@ -77,20 +133,36 @@ impl AppState {
 mod tests {
     use super::*;
 
+    fn result(workers: usize) -> Result<Rc<JobResult>, String> {
+        Ok(Rc::new(JobResult { workers, ..JobResult::default() }))
+    }
+
     #[test]
     fn stale_results_are_ignored() {
-        let s = AppState::default().reduce(Action::Started { job: 1, names: vec!["a".into()], bytes: 10 });
-        let s = s.reduce(Action::Started { job: 2, names: vec!["b".into()], bytes: 20 });
-        let s = s.reduce(Action::Finished { job: 1, result: Ok(JobResult::default()) });
-        assert!(s.loading.is_some() && s.result.is_none());
-        let s = s.reduce(Action::Finished { job: 2, result: Ok(JobResult { workers: 3, ..JobResult::default() }) });
+        let s = AppState::default().reduce(Action::Started { job: 1, role: Role::Main, files: 1, bytes: 10 });
+        let s = s.reduce(Action::Started { job: 2, role: Role::Main, files: 1, bytes: 20 });
+        let s = s.reduce(Action::Finished { job: 1, result: result(1) });
+        assert!(s.loading.is_some() && s.main.is_none());
+        let s = s.reduce(Action::Finished { job: 2, result: result(3) });
         assert!(s.loading.is_none());
-        assert_eq!(s.result.as_ref().map(|r| r.workers), Some(3));
+        assert_eq!(s.main.as_ref().map(|r| r.workers), Some(3));
+    }
+
+    #[test]
+    fn the_fixed_run_opens_compare_and_a_new_run_closes_it() {
+        let s = AppState::default().reduce(Action::Started { job: 1, role: Role::Main, files: 1, bytes: 1 });
+        let s = s.reduce(Action::Finished { job: 1, result: result(2) });
+        let s = s.reduce(Action::Started { job: 2, role: Role::After, files: 1, bytes: 1 });
+        let s = s.reduce(Action::Finished { job: 2, result: result(2) });
+        assert!(s.after.is_some() && s.nav.view == View::Compare);
+        let s = s.reduce(Action::Started { job: 3, role: Role::Main, files: 1, bytes: 1 });
+        let s = s.reduce(Action::Finished { job: 3, result: result(4) });
+        assert!(s.after.is_none() && s.nav.view == View::Timeline);
     }
 
     #[test]
     fn a_crash_stops_loading_and_shows_an_error() {
-        let s = AppState::default().reduce(Action::Started { job: 1, names: vec![], bytes: 0 });
+        let s = AppState::default().reduce(Action::Started { job: 1, role: Role::Main, files: 0, bytes: 0 });
         let s = s.reduce(Action::Crashed("boom".into()));
         assert!(s.loading.is_none());
         assert!(s.error.as_deref().is_some_and(|e| e.contains("boom")));

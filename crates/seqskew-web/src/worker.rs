@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 
 use gloo::worker::{HandlerId, Registrable, Worker, WorkerScope};
+use seqskew_core::analysis::analyze;
 use seqskew_core::diag::{Diagnostic, Severity};
 use seqskew_core::import::{FileImport, FileIngest, assemble};
 use wasm_bindgen::JsCast;
@@ -103,6 +104,13 @@ impl Worker for AnalysisWorker {
                 self.job = Some((client, RunningJob::new(job, files, SLICE_BYTES)));
                 scope.send_message(Msg::Continue(job));
             }
+            Request::Example { job, preset } => match example_file(&preset) {
+                Ok(file) => {
+                    self.job = Some((client, RunningJob::new(job, vec![file], SLICE_BYTES)));
+                    scope.send_message(Msg::Continue(job));
+                }
+                Err(message) => scope.respond(client, Response::Crashed { message }),
+            },
             Request::Cancel { job } => {
                 if self.job.as_ref().is_some_and(|(_, j)| j.id == job) {
                     self.job = None;
@@ -192,13 +200,46 @@ impl RunningJob {
 
     fn finish(self) -> JobResult {
         let assembled = assemble(&self.imports);
+        let files: Vec<_> = self.imports.iter().map(FileImport::summary).collect();
+        let job = &assembled.job;
+        let analysis = (!job.workers.is_empty()).then(|| analyze(&assembled, &files));
+        let timeline = (!job.workers.is_empty()).then(|| seqskew_plot::timeline::timeline_data(job));
+        let pipelines = match &analysis {
+            Some(a) if a.report.job.pp > 1 => a
+                .views
+                .steps
+                .iter()
+                .filter_map(|s| {
+                    let replica =
+                        s.initiator.and_then(|w| job.workers.get(w)).and_then(|w| w.coords.dp).unwrap_or(0) as usize;
+                    seqskew_plot::pipeline_data(job, s.step, replica)
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
         JobResult {
-            files: self.imports.iter().map(FileImport::summary).collect(),
-            job_diagnostics: assembled.diagnostics,
-            workers: assembled.job.workers.len(),
-            steps: assembled.job.steps().len(),
+            job_diagnostics: assembled.diagnostics.clone(),
+            workers: job.workers.len(),
+            steps: job.steps().len(),
+            files,
+            analysis,
+            timeline,
+            pipelines,
         }
     }
+}
+
+/// A preset job written as a merged Chrome trace, as a file the job reads like any other.
+pub fn example_file(preset: &str) -> Result<InputFile, String> {
+    let config = seqskew_sim::preset(preset).ok_or_else(|| format!("no example named {preset}"))?;
+    let mut writer = seqskew_sim::write::chrome::ChromeWriter::new(&config, Vec::new()).map_err(|e| e.to_string())?;
+    for step in seqskew_sim::Simulation::new(config, false) {
+        writer.step(&step).map_err(|e| e.to_string())?;
+    }
+    let bytes = writer.finish().map_err(|e| e.to_string())?;
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes.as_slice()));
+    let blob = web_sys::Blob::new_with_u8_array_sequence(&parts).map_err(|e| format!("{e:?}"))?;
+    Ok(InputFile { name: format!("{preset}.trace.json"), size: bytes.len() as u64, blob })
 }
 
 fn read_slice(blob: &web_sys::Blob, start: u64, end: u64) -> Result<Vec<u8>, String> {

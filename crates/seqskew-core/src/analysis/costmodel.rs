@@ -18,7 +18,7 @@ pub struct Fit {
 
 impl Fit {
     pub fn predict(&self, f: &SeqFeatures) -> f64 {
-        self.c0 + self.per_doc * f.documents + self.per_token * f.tokens + self.per_token_sq * f.sum_sq
+        self.c0 + self.per_doc * f.documents + self.per_token * f.tokens + self.per_token_sq * f.quadratic
     }
 
     /// The cost of one document of `len` tokens (the function a balancer should use).
@@ -43,7 +43,7 @@ pub fn fit(samples: &[(SeqFeatures, f64)]) -> Option<Fit> {
         vec![1.0; samples.len()],
         samples.iter().map(|s| s.0.documents).collect::<Vec<f64>>(),
         samples.iter().map(|s| s.0.tokens).collect(),
-        samples.iter().map(|s| s.0.sum_sq).collect(),
+        samples.iter().map(|s| s.0.quadratic).collect(),
     ];
     let y: Vec<f64> = samples.iter().map(|s| s.1).collect();
     let mut weights = vec![1.0; y.len()];
@@ -77,7 +77,7 @@ pub fn fit(samples: &[(SeqFeatures, f64)]) -> Option<Fit> {
         samples: y.len(),
     };
     let predicted: f64 = samples.iter().map(|s| fit.predict(&s.0)).sum();
-    let quadratic: f64 = samples.iter().map(|s| fit.per_token_sq * s.0.sum_sq).sum();
+    let quadratic: f64 = samples.iter().map(|s| fit.per_token_sq * s.0.quadratic).sum();
     fit.quadratic_share = if predicted > 0.0 { quadratic / predicted } else { 0.0 };
     Some(fit)
 }
@@ -109,7 +109,7 @@ mod tests {
                 let docs = f64::from(2 + i % 5);
                 let tokens = f64::from(1000 + i * 97 % 3000);
                 let sum_sq = tokens * tokens / docs * (1.0 + f64::from(i % 3));
-                let f = SeqFeatures { known: true, documents: docs, tokens, max_len: 0.0, sum_sq };
+                let f = SeqFeatures { known: true, documents: docs, tokens, max_len: 0.0, sum_sq, quadratic: sum_sq };
                 (f, 5e5 + 2e4 * docs + 300.0 * tokens + 0.05 * sum_sq)
             })
             .collect();

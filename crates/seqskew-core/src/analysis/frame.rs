@@ -24,6 +24,9 @@ pub struct SeqFeatures {
     pub max_len: f64,
     /// Σ L²: exact, or the best estimate from varlen bounds.
     pub sum_sq: f64,
+    /// What the cost model's L² term uses: Σ L² where lengths are known; for varlen bounds, the
+    /// measured attention time in Σ L² units (the bounds are too loose to cost a shard).
+    pub quadratic: f64,
 }
 
 impl SeqFeatures {
@@ -37,6 +40,7 @@ impl SeqFeatures {
             tokens: s.tokens as f64,
             max_len: f64::from(s.max_len),
             sum_sq: s.sum_sq_estimate(),
+            quadratic: s.sum_sq_estimate(),
         }
     }
 }
@@ -159,7 +163,7 @@ pub fn build(job: &Job) -> Frame {
                     .map(|c| c.end - c.start)
                     .sum::<Nanos>()
                     .min(t.communication()),
-                transfer: None,
+                transfer: s.transfer.map(|x| x.min(t.communication())),
                 stall: t.get(SpanKind::HostStall) + t.get(SpanKind::DataLoading),
                 other: t.get(SpanKind::Other),
                 passes: s.micro_batches.iter().map(|m| (m.forward, m.backward)).collect(),
@@ -173,63 +177,37 @@ pub fn build(job: &Job) -> Frame {
             }
         }
     }
-    measure_transfers(job, &mut cells);
+    if job.sequence_knowledge() == SequenceKnowledge::VarlenBounds {
+        use_attention_for_bounds(&mut cells);
+    }
     let stages = slots.iter().map(|s| s.stage + 1).max().unwrap_or(1);
     let dp_size = slots.iter().map(|s| s.dp + 1).max().unwrap_or(1);
     Frame { steps, slots, stages, dp_size, cells, knowledge: job.sequence_knowledge() }
 }
 
-/// Splits collective time into transfer and waiting. Everyone in a collective leaves it at
-/// about the same moment, so the k-th collectives of a step that end together are one
-/// collective; its transfer is its end minus the last participant's start.
-fn measure_transfers(job: &Job, cells: &mut [Vec<Option<Cell>>]) {
-    for row in cells.iter_mut() {
-        let mut by_ordinal: Vec<Vec<(usize, Nanos, Nanos)>> = Vec::new();
-        let mut durations = Vec::new();
-        for (wi, cell) in row.iter().enumerate() {
-            let Some(c) = cell else { continue };
-            durations.push(c.duration);
-            let Some(ws) = job.workers.get(c.source.0).and_then(|w| w.steps.get(c.source.1)) else { continue };
-            let own = ws.collectives.iter().filter(|x| !matches!(x.op, CollectiveOp::Send | CollectiveOp::Recv));
-            for (k, x) in own.enumerate() {
-                if by_ordinal.len() <= k {
-                    by_ordinal.resize(k + 1, Vec::new());
-                }
-                if let Some(list) = by_ordinal.get_mut(k) {
-                    list.push((wi, x.start, x.end));
-                }
-            }
+/// With only varlen bounds, a shard's attention cost is best known from its measured attention
+/// time. Put it in Σ L² units, calibrated per worker (its total estimate over its total
+/// attention time), so a slow worker's or a heavy stage's slowness is not read as heavier data.
+fn use_attention_for_bounds(cells: &mut [Vec<Option<Cell>>]) {
+    let workers = cells.iter().map(Vec::len).max().unwrap_or(0);
+    for w in 0..workers {
+        let (mut sq, mut attn) = (0.0, 0.0);
+        for c in cells.iter().filter_map(|row| row.get(w)).flatten().filter(|c| c.seq.known && c.attention > 0) {
+            sq += c.seq.sum_sq;
+            attn += c.attention as f64;
         }
-        if by_ordinal.is_empty() {
+        if attn <= 0.0 {
             continue;
         }
-        durations.sort_unstable();
-        let typical = durations.get(durations.len() / 2).copied().unwrap_or(0);
-        let tolerance = (typical / 500).max(100_000);
-        let mut transfer: Vec<Option<Nanos>> = vec![None; row.len()];
-        for mut list in by_ordinal {
-            list.sort_by_key(|&(_, _, end)| end);
-            let mut i = 0;
-            while i < list.len() {
-                let mut j = i + 1;
-                while list.get(j).zip(list.get(j - 1)).is_some_and(|(a, b)| a.2 - b.2 <= tolerance) {
-                    j += 1;
-                }
-                let group = list.get(i..j).unwrap_or_default();
-                let end = group.iter().map(|g| g.2).max().unwrap_or(0);
-                let last_start = group.iter().map(|g| g.1).max().unwrap_or(end);
-                let t = (end - last_start).max(0);
-                for &(wi, _, _) in group {
-                    if let Some(slot) = transfer.get_mut(wi) {
-                        *slot = Some(slot.unwrap_or(0) + t);
-                    }
-                }
-                i = j;
+        let scale = sq / attn;
+        for c in cells.iter_mut().filter_map(|row| row.get_mut(w)).flatten() {
+            if c.seq.known && c.attention > 0 {
+                c.seq.quadratic = c.attention as f64 * scale;
             }
-        }
-        for (cell, t) in row.iter_mut().zip(transfer) {
-            if let Some(c) = cell.as_mut() {
-                c.transfer = t.map(|t| t.min(c.comm));
+            for (m, a) in c.mb_seq.iter_mut().zip(&c.mb_attention) {
+                if let (true, Some(a)) = (m.known, a.filter(|a| *a > 0)) {
+                    m.quadratic = a as f64 * scale;
+                }
             }
         }
     }

@@ -68,15 +68,17 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
     let frame = frame::build(job);
     let ws_fit = costmodel::fit(&costmodel::worker_step_samples(&frame));
     let mb_fit = costmodel::fit(&costmodel::micro_batch_samples(&frame));
-    let steps = replay::slot_steps(&frame, ws_fit.as_ref());
+    let steps = replay::slot_steps(&frame, ws_fit.as_ref(), mb_fit.as_ref());
     let factors = replay::factors(&steps);
     let attribution = replay::attribute(&steps, &factors);
     let initiators = signals::initiators(&frame);
 
+    // With a cost model, the sequence share is what the data alone would cost (noise excluded).
+    let sequence = attribution.data_compute.unwrap_or(attribution.residual_compute);
     let deltas = [
         attribution.stage - attribution.ideal,
         attribution.worker - attribution.ideal,
-        attribution.residual_compute - attribution.ideal,
+        sequence - attribution.ideal,
         attribution.residual_stalls - attribution.ideal,
         attribution.transfers - attribution.ideal,
     ]

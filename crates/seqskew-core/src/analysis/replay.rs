@@ -23,6 +23,8 @@ pub struct SlotStep {
     pub comm: f64,
     /// The compute the cost model expects for this slot's data, when lengths are known.
     pub expected: Option<f64>,
+    /// The same per micro-batch (parallel to `passes`), when micro-batches carry lengths.
+    pub expected_passes: Option<Vec<f64>>,
 }
 
 impl SlotStep {
@@ -43,8 +45,9 @@ pub struct StepSlots {
 /// Builds each step's slots: the busiest tensor/context-parallel replica stands for its slot.
 /// Micro-batch passes are used when every slot of the step has the same number of them.
 /// With a usable cost model, each slot also gets the compute its data should take.
-pub fn slot_steps(frame: &Frame, fit: Option<&Fit>) -> Vec<StepSlots> {
+pub fn slot_steps(frame: &Frame, fit: Option<&Fit>, mb_fit: Option<&Fit>) -> Vec<StepSlots> {
     let fit = fit.filter(|f| f.usable());
+    let mb_fit = mb_fit.filter(|f| f.usable());
     let (stages, dps) = (frame.stages.max(1), frame.dp_size.max(1));
     (0..frame.steps.len())
         .map(|si| {
@@ -80,6 +83,9 @@ pub fn slot_steps(frame: &Frame, fit: Option<&Fit>) -> Vec<StepSlots> {
                                     tail: c.optimizer as f64 + c.other as f64 + outside,
                                     comm: (c.comm - c.p2p) as f64,
                                     expected: fit.filter(|_| c.seq.known).map(|f| f.predict(&c.seq)),
+                                    expected_passes: mb_fit
+                                        .filter(|_| uniform && c.mb_seq.iter().all(|m| m.known))
+                                        .map(|f| c.mb_seq.iter().map(|m| f.predict(m).max(0.0)).collect()),
                                 }
                             })
                         })
@@ -158,6 +164,8 @@ pub fn replay_step(step: &StepSlots) -> f64 {
 /// Which durations a replay takes from the job (the rest are ideal).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Restore {
+    /// Compute as the cost model predicts from each slot's data (no noise), when it can.
+    pub data_compute: bool,
     pub stage_factors: bool,
     pub worker_factors: bool,
     pub residual_compute: bool,
@@ -167,6 +175,7 @@ pub struct Restore {
 
 impl Restore {
     pub const ALL: Restore = Restore {
+        data_compute: false,
         stage_factors: true,
         worker_factors: true,
         residual_compute: true,
@@ -241,10 +250,24 @@ pub fn factors(steps: &[StepSlots]) -> Factors {
             }
         }
     }
+    let mut worker: Vec<Vec<f64>> = worker_ratio.iter().map(|r| r.iter().map(|v| persistent(v)).collect()).collect();
+    let mut persistent_stall: Vec<Vec<f64>> = stalls.iter().map(|r| r.iter().map(|v| median(v)).collect()).collect();
+    // Slow hardware is rare. When many workers are persistently slower together, what they share
+    // is their place in the data (e.g. a balancer that always hands rank 0 the longest document),
+    // and that is not a worker property.
+    let slots = worker.iter().map(Vec::len).sum::<usize>().max(1);
+    let rare = |count: usize| count <= (slots / 10).max(1);
+    if !rare(worker.iter().flatten().filter(|&&f| f > 1.05).count()) {
+        worker.iter_mut().flatten().for_each(|f| *f = 1.0);
+    }
+    let typical_stall = median(&persistent_stall.iter().flatten().copied().collect::<Vec<_>>());
+    if !rare(persistent_stall.iter().flatten().filter(|&&s| s > typical_stall * 1.5 + 1e6).count()) {
+        persistent_stall.iter_mut().flatten().for_each(|s| *s = typical_stall);
+    }
     Factors {
         stage: stage_ratio.iter().map(|v| persistent(v)).collect(),
-        worker: worker_ratio.iter().map(|r| r.iter().map(|v| persistent(v)).collect()).collect(),
-        persistent_stall: stalls.iter().map(|r| r.iter().map(|v| median(v)).collect()).collect(),
+        worker,
+        persistent_stall,
         transfer: transfers.iter().map(|v| median(v)).collect(),
     }
 }
@@ -269,6 +292,11 @@ pub fn restored(step: &StepSlots, f: &Factors, keep: Restore) -> StepSlots {
     let tails: Vec<f64> = step.slots.iter().flatten().flatten().map(|s| s.tail).collect();
     let stalls: Vec<f64> = step.slots.iter().flatten().flatten().map(|s| s.stall).collect();
     let (ideal_tail, ideal_stall) = (mean(&tails), median(&stalls));
+    let expected: Vec<f64> = step.slots.iter().flatten().flatten().filter_map(|s| s.expected).collect();
+    let mean_expected = mean(&expected);
+    let pass_expected: Vec<f64> =
+        step.slots.iter().flatten().flatten().filter_map(|s| s.expected_passes.as_ref()).flatten().copied().collect();
+    let mean_pass_expected = mean(&pass_expected);
     let slots = step
         .slots
         .iter()
@@ -283,7 +311,20 @@ pub fn restored(step: &StepSlots, f: &Factors, keep: Restore) -> StepSlots {
                         let persistent = f.persistent_stall.get(p).and_then(|r| r.get(d)).copied().unwrap_or(0.0);
                         let scale =
                             (if keep.stage_factors { g } else { 1.0 }) * (if keep.worker_factors { w } else { 1.0 });
-                        let passes = if keep.residual_compute {
+                        let passes = if keep.data_compute && mean_pass_expected > 0.0 && s.expected_passes.is_some() {
+                            // Each micro-batch as its data predicts (a pipeline feels every one).
+                            s.expected_passes
+                                .iter()
+                                .flatten()
+                                .map(|e| {
+                                    let r = e / mean_pass_expected;
+                                    (mean_f * scale * r, mean_b * scale * r)
+                                })
+                                .collect()
+                        } else if keep.data_compute && mean_expected > 0.0 && s.expected.is_some() {
+                            let r = s.expected.unwrap_or(mean_expected) / mean_expected;
+                            s.passes.iter().map(|_| (mean_f * scale * r, mean_b * scale * r)).collect()
+                        } else if keep.residual_compute {
                             // Actual durations with the persistent factors taken out (and put back if kept).
                             s.passes.iter().map(|&(a, b)| (a / (g * w) * scale, b / (g * w) * scale)).collect()
                         } else {
@@ -301,6 +342,7 @@ pub fn restored(step: &StepSlots, f: &Factors, keep: Restore) -> StepSlots {
                             tail: if keep == Restore::ALL { s.tail } else { ideal_tail },
                             comm: s.comm,
                             expected: s.expected,
+                            expected_passes: s.expected_passes.clone(),
                         }
                     })
                 })
@@ -321,6 +363,8 @@ pub struct Attribution {
     pub stage: f64,
     pub worker: f64,
     pub residual_compute: f64,
+    /// Compute as the cost model predicts from the data, when every slot has a prediction.
+    pub data_compute: Option<f64>,
     pub residual_stalls: f64,
     pub transfers: f64,
     /// Per step: (actual, ideal) replayed lengths.
@@ -339,6 +383,14 @@ pub fn attribute(steps: &[StepSlots], f: &Factors) -> Attribution {
         a.stage += replay_step(&restored(step, f, Restore { stage_factors: true, ..none }));
         a.worker += replay_step(&restored(step, f, Restore { worker_factors: true, ..none }));
         a.residual_compute += replay_step(&restored(step, f, Restore { residual_compute: true, ..none }));
+        let predicted = step.slots.iter().flatten().flatten().all(|s| s.expected.is_some());
+        a.data_compute = match (a.data_compute, predicted) {
+            (None, true) if a.per_step.is_empty() => {
+                Some(replay_step(&restored(step, f, Restore { data_compute: true, ..none })))
+            }
+            (Some(x), true) => Some(x + replay_step(&restored(step, f, Restore { data_compute: true, ..none }))),
+            _ => None,
+        };
         a.residual_stalls += replay_step(&restored(step, f, Restore { residual_stalls: true, ..none }));
         a.transfers += replay_step(&restored(step, f, Restore { transfers: true, ..none }));
         a.per_step.push((actual, ideal));
@@ -351,7 +403,14 @@ mod tests {
     use super::*;
 
     fn slot(stall: f64, compute: f64) -> Option<SlotStep> {
-        Some(SlotStep { stall, passes: vec![(compute, 0.0)], tail: 1.0, comm: 0.0, expected: None })
+        Some(SlotStep {
+            stall,
+            passes: vec![(compute, 0.0)],
+            tail: 1.0,
+            comm: 0.0,
+            expected: None,
+            expected_passes: None,
+        })
     }
 
     fn step(slots: Vec<Option<SlotStep>>, transfer: f64) -> StepSlots {
@@ -392,7 +451,7 @@ mod tests {
     #[test]
     fn pipelines_replay_with_micro_batches() {
         let s =
-            |c: f64| Some(SlotStep { stall: 0.0, passes: vec![(c, 2.0 * c); 4], tail: 0.0, comm: 0.0, expected: None });
+            |c: f64| Some(SlotStep { stall: 0.0, passes: vec![(c, 2.0 * c); 4], tail: 0.0, comm: 0.0, expected: None, expected_passes: None });
         let step = StepSlots { slots: vec![vec![s(10.0)], vec![s(10.0)]], transfer: vec![0.0, 0.0], measured: 0.0 };
         // (M + P − 1) × (f + b) = 5 × 30
         assert_eq!(replay_step(&step), 150.0);

@@ -41,7 +41,8 @@ fn sequence_evidence(f: &Facts<'_>) -> (bool, bool) {
         let strong = passed(s, "compute_tracks_cost") && (passed(s, "max_vs_mean") || passed(s, "rotation"));
         (direct, strong)
     } else {
-        let timing = passed(s, "rotation") && (passed(s, "attention_on_longest") || passed(s, "compute_tracks_cost"));
+        let timing = passed(s, "rotation")
+            && (passed(s, "max_vs_mean") || passed(s, "attention_on_longest") || passed(s, "compute_tracks_cost"));
         (timing, false)
     }
 }
@@ -81,19 +82,25 @@ pub fn decide(f: &Facts<'_>) -> Verdict {
     let mut ranked: Vec<(usize, f64)> =
         f.shares.iter().copied().enumerate().filter(|&(i, _)| i != 0 || f.stages > 1).collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    let Some(&(top, share)) = ranked.first() else {
+    // Compute that varies from step to step without anything pointing at the data is noise: it
+    // is no cause, and the next largest cause (if it is large enough) is the answer.
+    if !seq_supported {
+        let residual = ranked.iter().position(|&(i, _)| i == 2).map(|p| ranked.remove(p));
+        let next_is_large = ranked.first().is_some_and(|&(_, sh)| sh >= 0.3);
+        if !next_is_large && residual.is_some_and(|r| r.1 > 0.0) {
+            let why = if f.lengths_known {
+                "compute varies from step to step, but not with the sequences the workers drew"
+            } else {
+                "compute varies from step to step, but without sequence lengths the timing alone does not point at the data"
+            };
+            let mut v = inconclusive(s, evidence, why);
+            v.to_confirm = Some(confirm_text(f.lengths_known));
+            return v;
+        }
+    }
+    let Some(&(top, share)) = ranked.first().filter(|r| r.1 > 0.0) else {
         return inconclusive(s, evidence, "the replay found no part of the step to blame");
     };
-    if top == 2 && !seq_supported {
-        let why = if f.lengths_known {
-            "compute varies from step to step, but not with the sequences the workers drew"
-        } else {
-            "compute varies from step to step, but without sequence lengths the timing alone does not point at the data"
-        };
-        let mut v = inconclusive(s, evidence, why);
-        v.to_confirm = Some(confirm_text(f.lengths_known));
-        return v;
-    }
     let primary = RESTORATIONS.get(top).copied().unwrap_or("inconclusive").to_owned();
     let contributing: Vec<CauseShare> = ranked
         .iter()

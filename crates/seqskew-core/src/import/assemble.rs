@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::FileImport;
 use crate::diag::{Diagnostic, Severity};
-use crate::model::{Job, Nanos, Worker};
+use crate::model::{CollectiveOp, Job, Nanos, Worker};
 
 /// The job and what was found while putting it together.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -78,6 +78,7 @@ pub fn assemble(files: &[FileImport]) -> Assembled {
     }
     let mut workers: Vec<Worker> = by_rank.into_values().collect();
     align_clocks(&mut workers, &mut diagnostics);
+    measure_transfers(&mut workers);
     report_step_mismatches(&workers, &mut diagnostics);
     diagnostics.sort();
     Assembled { job: Job { workers }, diagnostics }
@@ -130,6 +131,70 @@ fn align_clocks(workers: &mut [Worker], diagnostics: &mut Vec<Diagnostic>) {
 fn median(mut v: Vec<Nanos>) -> Option<Nanos> {
     v.sort_unstable();
     v.get(v.len() / 2).copied()
+}
+
+/// One worker's call of a collective: (worker index, step index, start, end).
+type Call = (usize, usize, Nanos, Nanos);
+
+/// Splits collective time into transfer and waiting, where collectives carry timestamps (on
+/// aligned clocks). Everyone in a collective leaves it at about the same moment, so the k-th
+/// collectives of a step that end together are one collective; its transfer is its end minus
+/// the last participant's start. Pipeline send/recv is left out: the replay schedules it.
+pub fn measure_transfers(workers: &mut [Worker]) {
+    use std::collections::HashMap;
+    // step → ordinal → calls
+    let mut by_step: BTreeMap<u64, Vec<Vec<Call>>> = BTreeMap::new();
+    let mut durations: HashMap<u64, Vec<Nanos>> = HashMap::new();
+    for (wi, w) in workers.iter().enumerate() {
+        for (si, s) in w.steps.iter().enumerate() {
+            if s.transfer.is_some() {
+                continue;
+            }
+            durations.entry(s.step).or_default().push(s.duration);
+            let own = s.collectives.iter().filter(|c| !matches!(c.op, CollectiveOp::Send | CollectiveOp::Recv));
+            let ordinals = by_step.entry(s.step).or_default();
+            for (k, c) in own.enumerate() {
+                if ordinals.len() <= k {
+                    ordinals.resize(k + 1, Vec::new());
+                }
+                if let Some(list) = ordinals.get_mut(k) {
+                    list.push((wi, si, c.start, c.end));
+                }
+            }
+        }
+    }
+    for (step, ordinals) in by_step {
+        let mut d = durations.remove(&step).unwrap_or_default();
+        d.sort_unstable();
+        let tolerance = (d.get(d.len() / 2).copied().unwrap_or(0) / 500).max(100_000);
+        let mut found: HashMap<(usize, usize), Nanos> = HashMap::new();
+        for mut list in ordinals {
+            list.sort_by_key(|&(_, _, _, end)| end);
+            let mut i = 0;
+            while i < list.len() {
+                let mut j = i + 1;
+                while list.get(j).zip(list.get(j - 1)).is_some_and(|(a, b)| a.3 - b.3 <= tolerance) {
+                    j += 1;
+                }
+                let group = list.get(i..j).unwrap_or_default();
+                // A collective seen from one worker only (one rank's file, summarised alone)
+                // cannot tell its transfer from its waiting: leave it unmeasured.
+                if group.len() >= 2 {
+                    let end = group.iter().map(|g| g.3).max().unwrap_or(0);
+                    let last_start = group.iter().map(|g| g.2).max().unwrap_or(end);
+                    for &(wi, si, _, _) in group {
+                        *found.entry((wi, si)).or_default() += (end - last_start).max(0);
+                    }
+                }
+                i = j;
+            }
+        }
+        for ((wi, si), t) in found {
+            if let Some(s) = workers.get_mut(wi).and_then(|w| w.steps.get_mut(si)) {
+                s.transfer = Some(t);
+            }
+        }
+    }
 }
 
 /// Steps some workers have and others lack.

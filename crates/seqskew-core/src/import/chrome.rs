@@ -72,14 +72,18 @@ struct Open {
 /// Exact lengths per (step, micro-batch).
 type LengthsByStep = BTreeMap<(u64, Option<u32>), Vec<u32>>;
 
+/// Lengths as one worker's events carried them: (step argument, time, micro-batch, lengths).
+type FoundLengths = (Option<u64>, Nanos, Option<u32>, Vec<u32>);
+
 pub struct ChromeBuilder {
     file: String,
     process_labels: HashMap<i64, String>,
     thread_labels: HashMap<ThreadKey, String>,
     records: Vec<Record>,
     step_spans: Vec<StepSpan>,
-    /// Exact lengths per (thread, step, micro-batch), first writer wins.
-    lengths: BTreeMap<(ThreadKey, u64, Option<u32>), Vec<u32>>,
+    /// Exact lengths as found: (thread, step argument, time, micro-batch, lengths). Events without
+    /// a step argument belong to the step span they start in.
+    lengths: Vec<(ThreadKey, FoundLengths)>,
     open: HashMap<ThreadKey, Vec<Open>>,
 }
 
@@ -91,7 +95,7 @@ impl ChromeBuilder {
             thread_labels: HashMap::new(),
             records: Vec::new(),
             step_spans: Vec::new(),
-            lengths: BTreeMap::new(),
+            lengths: Vec::new(),
             open: HashMap::new(),
         }
     }
@@ -201,8 +205,8 @@ impl TraceBuilder for ChromeBuilder {
         };
         let step = step_of(args);
         let micro_batch = micro_batch_of(args);
-        if let (Some(step), Some(lengths)) = (step, lengths_of(args)) {
-            self.lengths.entry((thread, step, micro_batch)).or_insert(lengths);
+        if let Some(lengths) = lengths_of(args) {
+            self.lengths.push((thread, (step, start, micro_batch, lengths)));
         }
         match phase {
             "B" => {
@@ -300,10 +304,10 @@ impl TraceBuilder for ChromeBuilder {
                 list.push(s);
             }
         }
-        let mut lengths: Vec<LengthsByStep> = vec![BTreeMap::new(); identities.len()];
-        for ((t, step, mb), l) in self.lengths {
-            if let Some(map) = worker_of.get(&t).and_then(|&i| lengths.get_mut(i)) {
-                map.entry((step, mb)).or_insert(l);
+        let mut lengths: Vec<Vec<FoundLengths>> = vec![Vec::new(); identities.len()];
+        for (t, found) in self.lengths {
+            if let Some(list) = worker_of.get(&t).and_then(|&i| lengths.get_mut(i)) {
+                list.push(found);
             }
         }
         let mut workers: Vec<Worker> = Vec::with_capacity(identities.len());
@@ -337,7 +341,7 @@ fn number_workers_by_coords(workers: &mut [Worker]) {
 }
 
 /// One worker's steps: windows from step spans, else from the extent of each step's events.
-fn build_steps(records: &[Record], spans: &[StepSpan], lengths: &LengthsByStep) -> Vec<WorkerStep> {
+fn build_steps(records: &[Record], spans: &[StepSpan], found: &[FoundLengths]) -> Vec<WorkerStep> {
     let mut windows: BTreeMap<u64, (Nanos, Nanos)> = BTreeMap::new();
     for s in spans {
         windows.entry(s.step).or_insert((s.start, s.end));
@@ -366,6 +370,17 @@ fn build_steps(records: &[Record], spans: &[StepSpan], lengths: &LengthsByStep) 
         };
         if let Some(list) = i.and_then(|i| per_step.get_mut(i)) {
             list.push(r);
+        }
+    }
+    // Lengths by step: their step argument, else the step window they fall in; first one wins.
+    let mut lengths: LengthsByStep = BTreeMap::new();
+    for (step, at, mb, l) in found {
+        let step = step.or_else(|| {
+            let i = by_time.partition_point(|w| w.1 <= *at);
+            by_time.get(i).filter(|w| w.0 <= *at).and_then(|_| ordered.get(i)).map(|o| o.0)
+        });
+        if let Some(step) = step {
+            lengths.entry((step, *mb)).or_insert_with(|| l.clone());
         }
     }
     let pieces: Vec<Piece> = records
@@ -398,6 +413,7 @@ fn build_steps(records: &[Record], spans: &[StepSpan], lengths: &LengthsByStep) 
             totals,
             micro_batches: micro.into_values().collect(),
             collectives,
+            transfer: None,
             sequences,
         });
     }

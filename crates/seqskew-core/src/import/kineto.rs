@@ -622,6 +622,7 @@ impl TraceBuilder for KinetoBuilder {
                 totals,
                 micro_batches: Vec::new(),
                 collectives: list,
+                transfer: None,
                 sequences,
             });
         }

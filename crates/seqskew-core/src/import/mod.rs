@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::diag::{Diagnostic, DiagnosticSink, Severity};
 use crate::model::Worker;
 
-pub use assemble::{Assembled, assemble};
+pub use assemble::{Assembled, assemble, measure_transfers};
 pub use sniff::{Format, sniff};
 pub use steplog::STEPLOG_VERSION;
 pub use timeline::{Piece, partition};
@@ -300,6 +300,14 @@ impl FileIngest {
             diagnostics: self.diags.finish(),
         }
     }
+}
+
+/// Inside dropped or named folders only files named like traces are taken (a file given
+/// directly is always read, and its format is decided by its content).
+pub fn is_trace_file_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    [".json", ".jsonl", ".csv"].iter().any(|ext| name.ends_with(ext))
 }
 
 /// Imports a whole file held in memory (tests, small inputs).

@@ -11,8 +11,10 @@ pub enum Format {
     /// Any other Chrome Trace Event Format file, possibly with many workers.
     ChromeTrace,
     /// seqskew step log, JSON Lines.
+    #[serde(rename = "steplog_jsonl")]
     StepLogJsonl,
     /// seqskew step log, CSV.
+    #[serde(rename = "steplog_csv")]
     StepLogCsv,
 }
 
@@ -94,7 +96,11 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 fn is_steplog_jsonl(text: &[u8]) -> bool {
     let line = text.split(|&b| b == b'\n').next().unwrap_or_default();
     if line.len() == text.len() && text.len() >= super::SNIFF_BYTES {
-        return false; // the first line goes on beyond what we saw: a one-line trace
+        // The first line goes on beyond what we saw: a one-line trace, or a step-log row with a
+        // very long list of lengths. A row names its step and rank among its first keys.
+        let opening = text.get(..256).unwrap_or(text);
+        let has = |needle: &[u8]| opening.windows(needle.len()).any(|w| w == needle);
+        return has(b"\"step\"") && has(b"\"rank\"") && !has(b"\"ph\"") && !has(b"\"traceEvents\"");
     }
     #[derive(serde::Deserialize)]
     struct Probe {
@@ -145,6 +151,17 @@ mod tests {
         check("{\"v\":1,\"step\":3,\"rank\":0,\"step_s\":0.5}\n{\"step\":4}", Ok(Format::StepLogJsonl));
         check("step,rank,step_s,lengths\n3,0,0.5,12 40\n", Ok(Format::StepLogCsv));
         check("\"step\",\"rank\"\n", Ok(Format::StepLogCsv));
+    }
+
+    #[test]
+    fn a_step_log_row_longer_than_the_sniffed_bytes_is_still_a_step_log() {
+        let lengths: Vec<String> = (0..2000).map(|i| (i % 900 + 10).to_string()).collect();
+        let row = format!("{{\"v\":1,\"step\":3,\"rank\":0,\"step_s\":0.5,\"lengths\":[{}]}}\n", lengths.join(","));
+        assert_eq!(sniff(row.as_bytes().get(..1024).unwrap()), Ok(Format::StepLogJsonl));
+        assert_eq!(
+            serde_json::to_string(&Format::StepLogJsonl).unwrap(),
+            format!("\"{}\"", Format::StepLogJsonl.name())
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::model::{
 pub const STEPLOG_VERSION: u64 = 1;
 
 /// Time fields, in seconds, and the kind each adds to.
-const TIME_FIELDS: [(&str, Option<SpanKind>); 12] = [
+const TIME_FIELDS: [(&str, Option<SpanKind>); 13] = [
     ("step_s", None),
     ("start_s", None),
     ("compute_s", Some(SpanKind::Compute)),
@@ -29,6 +29,8 @@ const TIME_FIELDS: [(&str, Option<SpanKind>); 12] = [
     ("wait_s", Some(SpanKind::CollectiveWait)),
     // Pipeline send/recv time: part of comm_s, told apart for the replay.
     ("p2p_s", None),
+    // Of comm_s, the time transferring rather than waiting for the last rank.
+    ("transfer_s", None),
     ("stall_s", Some(SpanKind::HostStall)),
     ("optimizer_s", Some(SpanKind::Optimizer)),
     ("data_s", Some(SpanKind::DataLoading)),
@@ -48,6 +50,8 @@ struct Row {
     lengths: Option<Vec<u32>>,
     /// The lengths are padded lengths from attention shapes.
     padded: bool,
+    /// The step-log version the row says it follows.
+    version: u64,
     tokens: Option<u64>,
     docs: Option<u64>,
     max_len: Option<u64>,
@@ -96,7 +100,7 @@ fn set_field(row: &mut Row, key: &str, value: &str, seen: &mut (bool, bool)) -> 
         "cp" => row.coords.cp = Some(small(value)?),
         "host" => row.host = Some(value.trim_matches('"').to_owned()),
         "tokens" => row.tokens = Some(int(value)?),
-        "padded" => row.padded = int(value)? > 0,
+        "padded" => row.padded = matches!(value.trim_matches('"'), "1" | "true" | "True" | "TRUE"),
         "docs" => row.docs = Some(int(value)?),
         "max_len" => row.max_len = Some(int(value)?),
         "lengths" => {
@@ -106,12 +110,7 @@ fn set_field(row: &mut Row, key: &str, value: &str, seen: &mut (bool, bool)) -> 
             row.lengths =
                 Some(parsed.map_err(|_| format!("lengths = {value} is not a list of non-negative integers"))?);
         }
-        "v" => {
-            let v = int(value)?;
-            if v > STEPLOG_VERSION {
-                return Err(format!("written by a newer step-log version ({v}); fields this reader knows were read"));
-            }
-        }
+        "v" => row.version = int(value)?,
         _ => {
             if let Some(i) = TIME_FIELDS.iter().position(|(f, _)| *f == key) {
                 let ns = seconds_to_nanos(value).map_err(|e| format!("{key} = {value} {}", e.describe()))?;
@@ -134,13 +133,34 @@ type StepRows = (Option<Row>, BTreeMap<u32, Row>);
 /// Collects rows and turns them into workers.
 #[derive(Default)]
 struct Rows {
+    file: String,
     rows: Vec<Row>,
     stats: ImportStats,
+    /// Warned once per file about a newer version.
+    newer_version: bool,
 }
 
 impl Rows {
     fn push(&mut self, row: Row, seen: (bool, bool), diags: &mut DiagnosticSink) {
         self.stats.records += 1;
+        if row.version > STEPLOG_VERSION && !self.newer_version {
+            self.newer_version = true;
+            diags.push(
+                Severity::Warning,
+                Some(Location::Line(row.line)),
+                format!(
+                    "written by a newer step-log version ({}); the fields this reader knows were read",
+                    row.version
+                ),
+            );
+        }
+        if row.tokens.is_some() != row.docs.is_some() && row.lengths.is_none() {
+            diags.push(
+                Severity::Warning,
+                Some(Location::Line(row.line)),
+                "tokens and docs go together (with max_len); lengths bounds ignored",
+            );
+        }
         let missing = match seen {
             (false, false) => Some("step and rank"),
             (false, true) => Some("step"),
@@ -179,7 +199,7 @@ impl Rows {
         }
         let mut workers = Vec::with_capacity(by_rank.len());
         for (rank, steps) in by_rank {
-            let mut worker = Worker { rank, ..Worker::default() };
+            let mut worker = Worker { rank, source: self.file.clone(), ..Worker::default() };
             let mut clock: Nanos = 0;
             for (step, (row, mbs)) in steps {
                 let first = row.as_ref().or_else(|| mbs.values().next());
@@ -238,7 +258,9 @@ fn build_step(
     let mb_compute: Nanos = micro_batches.iter().map(MicroBatch::compute).sum();
     let mb_attention: Nanos = micro_batches.iter().filter_map(|m| m.sequences.attention).sum();
     if given("compute_s").is_none() {
-        totals.add(SpanKind::Compute, mb_compute);
+        // Without micro-batch rows, a step row's own forward and backward times are its compute.
+        let own = given("fwd_s").unwrap_or(0) + given("bwd_s").unwrap_or(0);
+        totals.add(SpanKind::Compute, if micro_batches.is_empty() { own } else { mb_compute });
     }
     if given("attn_s").is_none() {
         totals.add(SpanKind::Attention, mb_attention);
@@ -284,7 +306,8 @@ fn build_step(
         .filter(|&p| p > 0)
         .map(|p| vec![Collective { start, end: start + p, op: CollectiveOp::Recv }])
         .unwrap_or_default();
-    Some(WorkerStep { step, start, duration, spans, totals, micro_batches, collectives, sequences })
+    let transfer = given("transfer_s");
+    Some(WorkerStep { step, start, duration, spans, totals, micro_batches, collectives, transfer, sequences })
 }
 
 /// A step log has no timeline, only totals: lay them out in the usual order of a step (data,
@@ -350,8 +373,8 @@ pub struct JsonlParser {
 }
 
 impl JsonlParser {
-    pub fn new(_file: &str) -> Self {
-        JsonlParser { lines: Lines::default(), rows: Rows::default() }
+    pub fn new(file: &str) -> Self {
+        JsonlParser { lines: Lines::default(), rows: Rows { file: file.to_owned(), ..Rows::default() } }
     }
 }
 
@@ -405,8 +428,8 @@ pub struct CsvParser {
 }
 
 impl CsvParser {
-    pub fn new(_file: &str) -> Self {
-        CsvParser { lines: Lines::default(), header: None, rows: Rows::default() }
+    pub fn new(file: &str) -> Self {
+        CsvParser { lines: Lines::default(), header: None, rows: Rows { file: file.to_owned(), ..Rows::default() } }
     }
 }
 
@@ -517,7 +540,9 @@ mod tests {
         assert!(set_field(&mut row, "step_s", "-1", &mut seen).unwrap_err().contains("negative"));
         assert!(set_field(&mut row, "rank", "99999999999", &mut seen).unwrap_err().contains("too large"));
         assert!(set_field(&mut row, "loss", "2.5", &mut seen).is_ok());
-        assert!(set_field(&mut row, "v", "2", &mut seen).unwrap_err().contains("newer"));
+        assert!(set_field(&mut row, "v", "2", &mut seen).is_ok());
+        assert_eq!(row.version, 2);
+        assert!(set_field(&mut row, "padded", "true", &mut seen).is_ok() && row.padded);
     }
 
     #[test]

@@ -1,32 +1,35 @@
-//! Dropping files anywhere on the page, and the file picker.
+//! Dropping files or folders anywhere on the page, and the file picker.
 
-use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
+use crate::folders;
 use crate::protocol::InputFile;
 
 #[derive(Properties, PartialEq)]
 pub struct Props {
     pub on_files: Callback<Vec<InputFile>>,
     pub children: Html,
+    #[prop_or_default]
+    pub class: Classes,
 }
 
-fn input_file(file: web_sys::File) -> InputFile {
-    InputFile { name: file.name(), size: file.size() as u64, blob: file.unchecked_into() }
-}
-
-fn files_of(list: Option<web_sys::FileList>) -> Vec<InputFile> {
-    let Some(list) = list else { return Vec::new() };
-    (0..list.length()).filter_map(|i| list.get(i)).map(input_file).collect()
-}
-
-/// The `onchange` of the `<input type="file">`.
+/// The `onchange` of an `<input type="file" multiple>`.
 pub fn on_input_change(on_files: Callback<Vec<InputFile>>) -> Callback<Event> {
     Callback::from(move |e: Event| {
-        let Some(input) = e.target_dyn_into::<web_sys::HtmlInputElement>() else {
-            return;
-        };
-        on_files.emit(files_of(input.files()));
+        let Some(input) = e.target_dyn_into::<web_sys::HtmlInputElement>() else { return };
+        let files: Vec<InputFile> = input
+            .files()
+            .map(|l| {
+                (0..l.length())
+                    .filter_map(|i| l.get(i))
+                    .map(|f| {
+                        let name = f.name();
+                        folders::input_file(f, name)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        on_files.emit(files);
         input.set_value("");
     })
 }
@@ -43,7 +46,12 @@ pub fn drop_zone(props: &Props) -> Html {
     };
     let ondragleave = {
         let over = over.clone();
-        Callback::from(move |_: DragEvent| over.set(false))
+        Callback::from(move |e: DragEvent| {
+            // Only when leaving the page, not when moving between children.
+            if e.related_target().is_none() {
+                over.set(false);
+            }
+        })
     };
     let ondrop = {
         let over = over.clone();
@@ -51,14 +59,18 @@ pub fn drop_zone(props: &Props) -> Html {
         Callback::from(move |e: DragEvent| {
             e.prevent_default();
             over.set(false);
-            on_files.emit(files_of(e.data_transfer().and_then(|dt| dt.files())));
+            let Some(dt) = e.data_transfer() else { return };
+            let dropped = folders::take(&dt);
+            let on_files = on_files.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                on_files.emit(folders::collect(dropped).await);
+            });
         })
     };
     html! {
-        <main class={classes!("page", (*over).then_some("drag-over"))}
+        <main class={classes!("page", props.class.clone(), (*over).then_some("drag-over"))}
             {ondragover} {ondragleave} {ondrop} ondragenter={Callback::from(|e: DragEvent| e.prevent_default())}>
             { props.children.clone() }
-            <p class="drop-hint">{"Drop trace files or folders anywhere on this page."}</p>
         </main>
     }
 }

@@ -12,7 +12,7 @@ pub struct Props {
     pub result: Rc<JobResult>,
 }
 
-fn size(bytes: u64) -> String {
+pub fn size(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30)),
         b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20)),
@@ -26,23 +26,23 @@ pub fn file_list(props: &Props) -> Html {
     let r = &props.result;
     html! {
         <section class="files" aria-label="Loaded files">
-            <h2>{format!("{} workers, {} steps", r.workers, r.steps)}</h2>
+            <h3>{format!("{} files: {} workers, {} steps", r.files.len(), r.workers, r.steps)}</h3>
             <table>
-                <thead><tr><th>{"File"}</th><th>{"Size"}</th><th>{"Format"}</th><th>{"Workers"}</th><th>{"Steps"}</th><th>{"Sequences"}</th></tr></thead>
+                <thead><tr><th scope="col">{"File"}</th><th scope="col">{"Size"}</th><th scope="col">{"Format"}</th><th scope="col">{"Workers"}</th><th scope="col">{"Steps"}</th><th scope="col">{"Sequence lengths"}</th></tr></thead>
                 <tbody>
                 { for r.files.iter().map(|f| html! {
                     <tr class={classes!(f.diagnostics.iter().any(|d| d.severity == Severity::Error).then_some("bad"))}>
                         <td>{&f.path}</td>
-                        <td>{size(f.bytes)}</td>
+                        <td class="num">{size(f.bytes)}</td>
                         <td>{f.format.map_or("not recognised", |x| x.describe())}</td>
-                        <td>{f.workers}</td>
-                        <td>{f.steps}</td>
-                        <td>{format!("{:?}", f.sequences)}</td>
+                        <td class="num">{f.workers}</td>
+                        <td class="num">{f.steps}</td>
+                        <td>{format!("{:?}", f.sequences).to_lowercase()}</td>
                     </tr>
                 }) }
                 </tbody>
             </table>
-            <ul class="diagnostics">
+            <ul class="diagnostics" aria-label="Problems found in the files">
                 { for r.files.iter().flat_map(|f| f.diagnostics.iter()).chain(r.job_diagnostics.iter()).map(|d| html! {
                     <li class={format!("{:?}", d.severity).to_lowercase()}>{d.to_string()}</li>
                 }) }

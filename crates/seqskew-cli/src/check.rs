@@ -1,0 +1,107 @@
+//! `seqskew check`, `seqskew compare` and `seqskew summarize`: the commands that gate CI,
+//! verify a fix, and hand big jobs to the browser as step logs.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use seqskew_core::compare::compare;
+use seqskew_core::export::{write_steplog_csv, write_steplog_jsonl};
+use seqskew_core::import::assemble;
+
+use crate::analyze::load;
+use crate::input;
+
+/// Exit codes of `check`.
+const OK: u8 = 0;
+const STRAGGLING: u8 = 1;
+const UNUSABLE: u8 = 2;
+
+/// `seqskew check --json` (`seqskew.check/1`).
+#[derive(serde::Serialize)]
+struct CheckOutput<'a> {
+    schema: &'static str,
+    ok: bool,
+    slowdown: f64,
+    max_slowdown: f64,
+    primary: &'a str,
+    headline: &'a str,
+}
+
+/// Gates CI: 0 when the slowdown is within the bound, 1 when the job straggles beyond it,
+/// 2 when the input cannot be analysed.
+pub fn check(paths: &[PathBuf], max_slowdown: f64, json: bool) -> Result<ExitCode, String> {
+    let analysis = match load(paths) {
+        Ok((_, a)) => a,
+        Err(e) => {
+            eprintln!("seqskew check: {e}");
+            return Ok(ExitCode::from(UNUSABLE));
+        }
+    };
+    let r = &analysis.report;
+    let ok = r.slowdown.factor <= max_slowdown;
+    if json {
+        let out = CheckOutput {
+            schema: "seqskew.check/1",
+            ok,
+            slowdown: r.slowdown.factor,
+            max_slowdown,
+            primary: &r.verdict.primary,
+            headline: &r.verdict.headline,
+        };
+        println!("{}", serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?);
+    } else {
+        let word = if ok { "ok" } else { "STRAGGLING" };
+        println!("{word}: S = {:.2} (bound {max_slowdown:.2}); {}", r.slowdown.factor, r.verdict.headline);
+    }
+    Ok(ExitCode::from(if ok { OK } else { STRAGGLING }))
+}
+
+pub fn compare_runs(before: &Path, after: &Path, max_slowdown: f64, json: bool) -> Result<ExitCode, String> {
+    let (_, b) = load(&[before.to_path_buf()])?;
+    let (_, a) = load(&[after.to_path_buf()])?;
+    let c = compare(&b.report, &a.report, max_slowdown);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&c).map_err(|e| e.to_string())?);
+    } else {
+        print!("{}", c.to_markdown());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the step-log form of the inputs: CSV when `out` ends in `.csv` (or `.csv.gz`), else JSON
+/// Lines; gzipped when it ends in `.gz`; `-` for standard output.
+pub fn summarize(paths: &[PathBuf], out: &Path) -> Result<ExitCode, String> {
+    let files = input::expand(paths)?;
+    let imports = input::import_all(&files);
+    for d in imports.iter().flat_map(|i| &i.diagnostics) {
+        eprintln!("{d}");
+    }
+    let assembled = assemble(&imports);
+    if assembled.job.workers.is_empty() {
+        return Err("nothing to summarise: no file held training steps".into());
+    }
+    let name = out.to_string_lossy();
+    let gz = name.ends_with(".gz");
+    let csv = name.trim_end_matches(".gz").ends_with(".csv");
+    let sink: Box<dyn Write> = if name == "-" {
+        Box::new(std::io::stdout().lock())
+    } else {
+        Box::new(BufWriter::new(File::create(out).map_err(|e| format!("{}: {e}", out.display()))?))
+    };
+    let mut sink: Box<dyn Write> = if gz { Box::new(GzEncoder::new(sink, Compression::default())) } else { sink };
+    let written =
+        if csv { write_steplog_csv(&assembled.job, &mut sink) } else { write_steplog_jsonl(&assembled.job, &mut sink) };
+    written.and_then(|()| sink.flush()).map_err(|e| format!("{}: {e}", out.display()))?;
+    drop(sink);
+    eprintln!(
+        "summarised {} workers, {} steps into {}",
+        assembled.job.workers.len(),
+        assembled.job.steps().len(),
+        out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

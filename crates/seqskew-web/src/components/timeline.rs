@@ -1,0 +1,290 @@
+//! The per-rank timeline: zoom (wheel, +/−), pan (drag, arrow keys), hover tooltips, click a
+//! step to focus every view on it. Drawing is level-of-detail (seqskew-plot), so a frame stays
+//! cheap at 4096 workers × 1000 steps.
+
+use std::rc::Rc;
+
+use plotters_canvas::CanvasBackend;
+use seqskew_core::analysis::views::Views;
+use seqskew_plot::plotters::prelude::*;
+use seqskew_plot::{TimelineData, hit_test, timeline, timeline_plot_rect};
+use yew::prelude::*;
+
+use crate::app::{download, download_url};
+use crate::components::charts::{Shared, canvas_width};
+use crate::state::{Action, AppState};
+
+#[derive(Properties, PartialEq)]
+pub struct Props {
+    pub data: Shared<TimelineData>,
+    pub views: Shared<Views>,
+    pub state: UseReducerHandle<AppState>,
+}
+
+/// Height of the canvas for `lanes` workers: readable lanes for small jobs, bounded for big ones.
+fn height_for(lanes: usize) -> u32 {
+    (90 + 18 * lanes as u32).clamp(260, 680)
+}
+
+/// Zooms `window` by `factor` around time `at`, kept inside `extent`.
+pub fn zoom(window: (f64, f64), at: f64, factor: f64, extent: (f64, f64)) -> (f64, f64) {
+    let (a, b) = window;
+    let at = at.clamp(a, b);
+    let width = ((b - a) * factor).clamp(1e-3, extent.1 - extent.0);
+    let left = at - (at - a) * factor;
+    clamp((left, left + width), extent)
+}
+
+/// Moves `window` by `delta` ms, kept inside `extent`.
+pub fn pan(window: (f64, f64), delta: f64, extent: (f64, f64)) -> (f64, f64) {
+    clamp((window.0 + delta, window.1 + delta), extent)
+}
+
+fn clamp(window: (f64, f64), extent: (f64, f64)) -> (f64, f64) {
+    let width = (window.1 - window.0).min(extent.1 - extent.0);
+    let left = window.0.clamp(extent.0, extent.1 - width);
+    (left, left + width)
+}
+
+/// What the tooltip says about a hit.
+fn describe(data: &TimelineData, hit: &seqskew_plot::Hit) -> Option<String> {
+    let lane = data.lanes.get(hit.lane)?;
+    let step = lane.steps.get(hit.step_index)?;
+    let mut text = format!("{}\nstep {} · {:.1} ms", lane.label, step.step, step.duration);
+    if let Some(span) = hit.span.and_then(|i| lane.spans_of(step).get(i)) {
+        text.push_str(&format!("\n{} · {:.2} ms", span.kind.name().replace('_', " "), span.duration));
+        if let Some(mb) = span.micro_batch {
+            text.push_str(&format!(" · micro-batch {mb}"));
+        }
+    }
+    Some(text)
+}
+
+#[component(Timeline)]
+pub fn timeline_view(props: &Props) -> Html {
+    let data = props.data.0.clone();
+    let extent = data.extent();
+    let state = &props.state;
+    let canvas = use_node_ref();
+    let window = use_state(|| state.nav.zoom.map_or(extent, |z| clamp(z, extent)));
+    let tooltip = use_state(|| None::<(i32, i32, String)>);
+    let tip = use_node_ref();
+    // Positioned through the CSSOM: the page's CSP allows no inline style attributes.
+    {
+        let tip = tip.clone();
+        use_effect_with((*tooltip).clone(), move |t| {
+            if let (Some((x, y, _)), Some(el)) = (t, tip.cast::<web_sys::HtmlElement>()) {
+                let style = el.style();
+                let _ = style.set_property("left", &format!("{}px", x + 14));
+                let _ = style.set_property("top", &format!("{}px", y + 40));
+            }
+        });
+    }
+    let drag = use_mut_ref(|| None::<(i32, (f64, f64), bool)>);
+    let size = use_mut_ref(|| (900u32, height_for(data.lanes.len())));
+    let initiators: Rc<Vec<(u64, usize)>> =
+        use_memo(props.views.clone(), |v| v.0.steps.iter().filter_map(|s| s.initiator.map(|w| (s.step, w))).collect());
+
+    // A new job: show all of it (unless the URL asks for a window).
+    {
+        let window = window.clone();
+        use_effect_with(props.data.clone(), move |d| window.set(d.0.extent()));
+    }
+    // A focused step (from any view): bring it into sight.
+    {
+        let window = window.clone();
+        let data = data.clone();
+        use_effect_with(state.nav.step, move |step| {
+            if let Some(w) = step.and_then(|s| data.step_window(s)) {
+                let pad = (w.1 - w.0) * 0.15;
+                window.set(clamp((w.0 - pad, w.1 + pad), data.extent()));
+            }
+        });
+    }
+    {
+        let canvas = canvas.clone();
+        let data = props.data.clone();
+        let initiators = initiators.clone();
+        let size = size.clone();
+        let selected = state.nav.step;
+        use_effect_with((props.data.clone(), *window, selected), move |(_, w, selected)| {
+            if let Some(c) = canvas.cast::<web_sys::HtmlCanvasElement>() {
+                let width = canvas_width(&c);
+                let height = height_for(data.0.lanes.len());
+                c.set_width(width);
+                c.set_height(height);
+                *size.borrow_mut() = (width, height);
+                if let Some(backend) = CanvasBackend::with_canvas_object(c) {
+                    let area = backend.into_drawing_area();
+                    if let Err(e) = timeline(&area, &data.0, *w, *selected, &initiators)
+                        .and_then(|()| area.present().map_err(|e| e.to_string()))
+                    {
+                        web_sys::console::warn_1(&format!("timeline: {e}").into());
+                    }
+                }
+            }
+        });
+    }
+
+    let time_at = {
+        let size = size.clone();
+        let window = window.clone();
+        move |x: i32| -> f64 {
+            let plot = timeline_plot_rect(*size.borrow());
+            let (a, b) = *window;
+            let f = f64::from(x - plot.left) / f64::from(plot.width.max(1));
+            a + f.clamp(0.0, 1.0) * (b - a)
+        }
+    };
+    let onwheel = {
+        let window = window.clone();
+        let time_at = time_at.clone();
+        Callback::from(move |e: WheelEvent| {
+            e.prevent_default();
+            let factor = if e.delta_y() > 0.0 { 1.25 } else { 0.8 };
+            window.set(zoom(*window, time_at(e.offset_x()), factor, extent));
+        })
+    };
+    let onmousedown = {
+        let drag = drag.clone();
+        let window = window.clone();
+        Callback::from(move |e: MouseEvent| *drag.borrow_mut() = Some((e.offset_x(), *window, false)))
+    };
+    let onmousemove = {
+        let drag = drag.clone();
+        let window = window.clone();
+        let tooltip = tooltip.clone();
+        let size = size.clone();
+        let data = data.clone();
+        Callback::from(move |e: MouseEvent| {
+            let mut d = drag.borrow_mut();
+            if let Some((x0, w0, moved)) = d.as_mut() {
+                let dx = e.offset_x() - *x0;
+                if dx.abs() > 3 {
+                    *moved = true;
+                }
+                if *moved {
+                    let plot = timeline_plot_rect(*size.borrow());
+                    let per_pixel = (w0.1 - w0.0) / f64::from(plot.width.max(1));
+                    window.set(pan(*w0, -f64::from(dx) * per_pixel, extent));
+                }
+                return;
+            }
+            let hit = hit_test(&data, *window, *size.borrow(), e.offset_x(), e.offset_y());
+            tooltip.set(hit.and_then(|h| describe(&data, &h)).map(|t| (e.offset_x(), e.offset_y(), t)));
+        })
+    };
+    let onmouseup = {
+        let drag = drag.clone();
+        let window = window.clone();
+        let size = size.clone();
+        let data = data.clone();
+        let state = state.clone();
+        Callback::from(move |e: MouseEvent| {
+            let Some((_, _, moved)) = drag.borrow_mut().take() else { return };
+            if moved {
+                state.dispatch(Action::Zoom(Some(*window)));
+            } else if let Some(hit) = hit_test(&data, *window, *size.borrow(), e.offset_x(), e.offset_y()) {
+                // A click focuses every view on that step (and that worker).
+                state.dispatch(Action::FocusStep(Some(hit.step)));
+                state.dispatch(Action::FocusWorker(data.lanes.get(hit.lane).map(|l| l.worker as u32)));
+            }
+        })
+    };
+    let onmouseleave = {
+        let drag = drag.clone();
+        let tooltip = tooltip.clone();
+        Callback::from(move |_: MouseEvent| {
+            drag.borrow_mut().take();
+            tooltip.set(None);
+        })
+    };
+    let onkeydown = {
+        let window = window.clone();
+        let state = state.clone();
+        Callback::from(move |e: KeyboardEvent| {
+            let w = *window;
+            let mid = (w.0 + w.1) / 2.0;
+            let step = (w.1 - w.0) * 0.1;
+            let next = match e.key().as_str() {
+                "ArrowLeft" => pan(w, -step, extent),
+                "ArrowRight" => pan(w, step, extent),
+                "+" | "=" => zoom(w, mid, 0.8, extent),
+                "-" | "_" => zoom(w, mid, 1.25, extent),
+                "0" | "Home" => extent,
+                "Escape" => {
+                    state.dispatch(Action::FocusStep(None));
+                    extent
+                }
+                _ => return,
+            };
+            e.prevent_default();
+            window.set(next);
+            state.dispatch(Action::Zoom((next != extent).then_some(next)));
+        })
+    };
+    let reset = {
+        let window = window.clone();
+        let state = state.clone();
+        Callback::from(move |_: MouseEvent| {
+            window.set(extent);
+            state.dispatch(Action::Zoom(None));
+        })
+    };
+    let png = {
+        let canvas = canvas.clone();
+        Callback::from(move |_: MouseEvent| {
+            if let Some(url) = canvas.cast::<web_sys::HtmlCanvasElement>().and_then(|c| c.to_data_url().ok()) {
+                download_url("timeline.png", &url);
+            }
+        })
+    };
+    let svg = {
+        let data = props.data.clone();
+        let window = window.clone();
+        let size = size.clone();
+        let initiators = initiators.clone();
+        let selected = state.nav.step;
+        Callback::from(move |_: MouseEvent| {
+            let mut out = String::new();
+            {
+                let area = SVGBackend::with_string(&mut out, *size.borrow()).into_drawing_area();
+                let _ = timeline(&area, &data.0, *window, selected, &initiators);
+                let _ = area.present();
+            }
+            download("timeline.svg", "image/svg+xml", &out);
+        })
+    };
+    let lanes = data.lanes.len();
+    html! {
+        <figure class="chart timeline" id="chart-timeline">
+            <div class="chart-bar">
+                <h3>{format!("Per-rank timeline ({lanes} workers)")}</h3>
+                <button onclick={reset}>{"Show all"}</button>
+                <button onclick={png} aria-label="Download the timeline as PNG">{"PNG"}</button>
+                <button onclick={svg} aria-label="Download the timeline as SVG">{"SVG"}</button>
+            </div>
+            <canvas ref={canvas} tabindex="0" role="img"
+                aria-label="Timeline: one lane per worker; compute, attention, communication, stalls and optimizer coloured; the initiating worker of each step marked. Wheel or +/− to zoom, drag or arrow keys to pan, click a step to focus it."
+                {onwheel} {onmousedown} {onmousemove} {onmouseup} {onmouseleave} {onkeydown}></canvas>
+            if let Some((x, y, text)) = &*tooltip {
+                <div class="tooltip" role="tooltip" ref={tip.clone()} data-x={x.to_string()} data-y={y.to_string()}>{text}</div>
+            }
+            <p class="hint">{"Wheel or +/− to zoom, drag or ←/→ to pan, 0 to show all; click a step to focus every view on it."}</p>
+        </figure>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zoom_and_pan_stay_inside_the_job() {
+        let extent = (0.0, 100.0);
+        assert_eq!(zoom((0.0, 100.0), 50.0, 0.5, extent), (25.0, 75.0));
+        assert_eq!(zoom((0.0, 100.0), 50.0, 2.0, extent), (0.0, 100.0));
+        assert_eq!(pan((10.0, 20.0), -50.0, extent), (0.0, 10.0));
+        assert_eq!(pan((10.0, 20.0), 500.0, extent), (90.0, 100.0));
+    }
+}

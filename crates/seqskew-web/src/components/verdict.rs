@@ -1,0 +1,132 @@
+//! The verdict panel: cause, confidence, headline, shares of the slowdown, evidence, the fix and
+//! the command that verifies it. `#verdict[data-cause][data-files]` is a stable hook.
+
+use std::rc::Rc;
+
+use seqskew_core::report::{Report, Signal, cause_title};
+use yew::prelude::*;
+
+#[derive(Properties, PartialEq)]
+pub struct Props {
+    /// The analysed files' names, comma-separated.
+    pub files: AttrValue,
+    pub report: Option<Rc<Report>>,
+    /// Whether the panel is loading (its data-* hooks are absent until analysis is done).
+    pub pending: bool,
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+fn evidence_row(s: &Signal) -> Html {
+    let (mark, class, label) = match (s.applicable, s.passed) {
+        (false, _) => ("–", "na", "not applicable"),
+        (true, true) => ("✔", "pass", "passed"),
+        (true, false) => ("✘", "fail", "not passed"),
+    };
+    html! {
+        <tr class={class}>
+            <td class="mark" aria-label={label}>{mark}</td>
+            <th scope="row">{&s.name}</th>
+            <td class="num">{ if s.applicable { format!("{:.3}", s.value) } else { "—".into() } }</td>
+            <td class="num">{format!("{:.2}", s.threshold)}</td>
+            <td>{&s.sentence}</td>
+        </tr>
+    }
+}
+
+fn copy_to_clipboard(text: String) {
+    let Some(window) = web_sys::window() else { return };
+    let promise = window.navigator().clipboard().write_text(&text);
+    wasm_bindgen_futures::spawn_local(async move {
+        let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+    });
+}
+
+#[component(VerdictPanel)]
+pub fn verdict_panel(props: &Props) -> Html {
+    let copied = use_state(|| false);
+    let Some(r) = props.report.as_ref() else {
+        return html! {
+            <section id="verdict" class="verdict empty" aria-live="polite" aria-busy={props.pending.to_string()}>
+                <p>{ if props.pending { "Analysing…" } else { "Drop traces to get a verdict." } }</p>
+            </section>
+        };
+    };
+    let v = &r.verdict;
+    let s = &r.slowdown;
+    let on_copy = {
+        let cmd = r.verify_command.clone();
+        let copied = copied.clone();
+        Callback::from(move |_: MouseEvent| {
+            copy_to_clipboard(cmd.clone());
+            copied.set(true);
+        })
+    };
+    let top_initiators: Vec<String> =
+        r.initiators.top.iter().take(3).map(|(rank, n)| format!("rank {rank} ({n} steps)")).collect();
+    html! {
+        <section id="verdict" class={classes!("verdict", format!("cause-{}", v.primary))} aria-live="polite"
+            data-cause={v.primary.clone()} data-files={props.files.clone()}>
+            <header class="verdict-head">
+                <h2 class="cause">{cause_title(&v.primary)}</h2>
+                <span class={classes!("confidence", v.confidence.clone())}>{format!("{} confidence", v.confidence)}</span>
+            </header>
+            <p class="headline">{&v.headline}</p>
+            <dl class="numbers">
+                <div><dt>{"Slowdown S"}</dt><dd>{format!("{:.2}×", s.factor)}</dd></div>
+                <div><dt>{"Step time"}</dt><dd>{format!("{:.3} s", s.actual_step_s)}</dd></div>
+                <div><dt>{"Ideal step"}</dt><dd>{format!("{:.3} s", s.ideal_step_s)}</dd></div>
+                <div><dt>{"Time lost"}</dt><dd>{format!("{:.1} s over {} steps", s.time_lost_s, r.job.steps)}</dd></div>
+                <div><dt>{"Initiating workers"}</dt><dd>{ if top_initiators.is_empty() { "—".into() } else { top_initiators.join(", ") } }</dd></div>
+            </dl>
+            if !s.by_cause.is_empty() {
+                <ul class="shares" aria-label="Share of the slowdown by cause">
+                    { for s.by_cause.iter().map(|c| html! {
+                        <li>
+                            <span class="share-label">{cause_title(&c.cause)}</span>
+                            <meter min="0" max="1" value={c.share.to_string()} title={percent(c.share)}></meter>
+                            <span class="share-value">{percent(c.share)}</span>
+                        </li>
+                    }) }
+                </ul>
+            }
+            if let Some(more) = &v.to_confirm {
+                <p class="to-confirm">{more}</p>
+            }
+            <details class="evidence" open=true>
+                <summary>{"Evidence"}</summary>
+                <table>
+                    <thead><tr><th scope="col"><span class="visually-hidden">{"Result"}</span></th><th scope="col">{"Signal"}</th><th scope="col">{"Value"}</th><th scope="col">{"Threshold"}</th><th scope="col">{"What it means"}</th></tr></thead>
+                    <tbody>{ for r.signals.iter().map(evidence_row) }</tbody>
+                </table>
+            </details>
+            <details class="fix" open=true>
+                <summary>{"The fix"}</summary>
+                <p>{&r.fix.summary}</p>
+                <ul>
+                    if let Some(c) = &r.fix.cost_function { <li><strong>{"Cost: "}</strong><code>{c}</code></li> }
+                    if let Some(a) = &r.fix.algorithm { <li><strong>{"Algorithm: "}</strong>{a}</li> }
+                    if let Some(l) = &r.fix.location { <li><strong>{"Where: "}</strong>{l}</li> }
+                    if let Some(l) = &r.fix.limits { <li><strong>{"Limits: "}</strong>{l}</li> }
+                </ul>
+                if !r.whatif.is_empty() {
+                    <table class="whatif">
+                        <caption>{"What if each batch were dealt differently (predicted from the fitted cost model)"}</caption>
+                        <thead><tr><th scope="col">{"Method"}</th><th scope="col">{"Step time"}</th><th scope="col">{"Speed-up"}</th><th scope="col">{"Imbalance (max/mean)"}</th></tr></thead>
+                        <tbody>{ for r.whatif.iter().map(|w| html! {
+                            <tr><th scope="row">{&w.method}</th><td class="num">{format!("{:.3} s", w.predicted_step_s)}</td><td class="num">{format!("{:.2}×", w.speedup)}</td><td class="num">{format!("{:.2}", w.imbalance)}</td></tr>
+                        }) }</tbody>
+                    </table>
+                }
+                if let Some(p) = &r.fix.python { <pre class="code"><code>{p}</code></pre> }
+            </details>
+            <div class="verify">
+                <span>{"Verify the fix: "}</span>
+                <code>{&r.verify_command}</code>
+                <button onclick={on_copy} aria-label="Copy the verification command">{ if *copied { "Copied" } else { "Copy" } }</button>
+            </div>
+        </section>
+    }
+}
