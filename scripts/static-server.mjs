@@ -18,16 +18,22 @@ const TYPES = {
   ".gz": "application/gzip",
 };
 
-/** Serves `dir` at `base` on 127.0.0.1:`port` (0 = any free port). Resolves to { url, close }. */
-export function serve(dir, { port = 0, base = "/" } = {}) {
-  const root = resolve(dir);
+/**
+ * Serves `dir` at `base` on 127.0.0.1:`port` (0 = any free port), and each of `mounts`
+ * ({ "sub/path/": directory }) under `base` too (tests attach traces the way a wiki page would).
+ * Resolves to { url, close }.
+ */
+export function serve(dir, { port = 0, base = "/", mounts = {} } = {}) {
+  const roots = [...Object.entries(mounts).map(([prefix, d]) => [base + prefix, resolve(d)]), [base, resolve(dir)]];
   const server = createServer(async (req, res) => {
     const url = new URL(req.url, "http://127.0.0.1");
-    if (!url.pathname.startsWith(base)) {
+    const found = roots.find(([prefix]) => url.pathname.startsWith(prefix));
+    if (!found) {
       res.writeHead(404).end("not found");
       return;
     }
-    let path = decodeURIComponent(url.pathname.slice(base.length)) || "index.html";
+    const [prefix, root] = found;
+    let path = decodeURIComponent(url.pathname.slice(prefix.length)) || "index.html";
     if (path.endsWith("/")) path += "index.html";
     const file = normalize(join(root, path));
     if (!file.startsWith(root)) {

@@ -36,7 +36,9 @@ fn spawn_worker(dispatch: UseReducerDispatcher<AppState>) -> WorkerBridge<Analys
         .callback(move |response| {
             let action = match response {
                 Response::Progress(p) => Action::Progress(p),
-                Response::Done { job, payload } => Action::Finished { job, result: decode_result(&payload).map(Rc::new) },
+                Response::Done { job, payload } => {
+                    Action::Finished { job, result: decode_result(&payload).map(Rc::new) }
+                }
                 Response::Cancelled { job } => Action::Cancelled { job },
                 Response::Crashed { message } => Action::Crashed(message),
             };
@@ -252,6 +254,9 @@ pub fn app() -> Html {
                         <label class="button" for="file-input">{"Open files…"}</label>
                         <input id="file-input" class="visually-hidden" type="file" multiple=true
                             accept=".json,.gz,.jsonl,.csv" onchange={on_input_change(on_files.clone())} />
+                        <label class="button" for="folder-input">{"Open folder…"}</label>
+                        <input id="folder-input" class="visually-hidden" type="file" webkitdirectory=true multiple=true
+                            onchange={on_input_change(on_files.clone())} />
                         <button onclick={load_example}>{"Load example"}</button>
                         if is_example {
                             <button onclick={load_fixed}>{"Load the fixed run"}</button>

@@ -91,7 +91,7 @@ async fn read_directory(dir: &FileSystemDirectoryEntry) -> Vec<FileSystemEntry> 
         if batch.length() == 0 {
             break;
         }
-        all.extend(batch.iter().filter_map(|e| e.dyn_into::<FileSystemEntry>().ok()));
+        all.extend(batch.iter().map(|e| e.unchecked_into::<FileSystemEntry>()));
     }
     all
 }
@@ -106,5 +106,9 @@ async fn read_file(entry: &FileSystemFileEntry) -> Option<web_sys::File> {
         });
         entry.file_with_callback_and_callback(ok.unchecked_ref(), err.unchecked_ref());
     });
-    JsFuture::from(promise).await.ok().and_then(|f| f.dyn_into::<web_sys::File>().ok())
+    JsFuture::from(promise)
+        .await
+        .ok()
+        .filter(|f| !f.is_undefined() && !f.is_null())
+        .map(|f| f.unchecked_into::<web_sys::File>())
 }

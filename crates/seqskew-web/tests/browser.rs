@@ -28,3 +28,67 @@ fn blobs_and_payloads_cross_the_codec_as_themselves() {
     let Response::Done { payload, .. } = JsCodec::decode::<Response>(value) else { panic!("wrong variant") };
     assert_eq!(payload, vec![1, 2, 3]);
 }
+
+mod components {
+    use std::rc::Rc;
+
+    use seqskew_core::report::{Report, Signal, Verdict};
+    use seqskew_web::components::verdict::{Props, VerdictPanel};
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    /// Renders `props` into a fresh element and waits for yew to paint.
+    async fn render(props: Props) -> web_sys::Element {
+        let document = web_sys::window().unwrap().document().unwrap();
+        let root = document.create_element("div").unwrap();
+        document.body().unwrap().append_child(&root).unwrap();
+        yew::Renderer::<VerdictPanel>::with_root_and_props(root.clone(), props).render();
+        gloo::timers::future::TimeoutFuture::new(10).await;
+        root
+    }
+
+    fn report() -> Report {
+        Report {
+            verdict: Verdict {
+                primary: "slow_worker".into(),
+                confidence: "high".into(),
+                headline: "Slow worker: rank 3.".into(),
+                ..Verdict::default()
+            },
+            signals: vec![Signal {
+                id: "rotation".into(),
+                name: "Initiating worker rotates".into(),
+                applicable: true,
+                passed: false,
+                sentence: "rank 3 led every step".into(),
+                ..Signal::default()
+            }],
+            verify_command: "seqskew check AFTER/".into(),
+            ..Report::default()
+        }
+    }
+
+    #[wasm_bindgen_test]
+    async fn the_verdict_exposes_its_hooks_once_analysed() {
+        let root =
+            render(Props { files: "a.json,b.json".into(), report: Some(Rc::new(report())), pending: false }).await;
+        let v = root.query_selector("#verdict").unwrap().expect("#verdict");
+        assert_eq!(v.get_attribute("data-cause").as_deref(), Some("slow_worker"));
+        assert_eq!(v.get_attribute("data-files").as_deref(), Some("a.json,b.json"));
+        let text = v.text_content().unwrap_or_default();
+        assert!(
+            text.contains("Slow worker: rank 3.")
+                && text.contains("rank 3 led every step")
+                && text.contains("seqskew check AFTER/"),
+            "{text}"
+        );
+        assert!(v.query_selector("button[aria-label='Copy the verification command']").unwrap().is_some());
+    }
+
+    #[wasm_bindgen_test]
+    async fn while_analysing_the_hooks_are_absent() {
+        let root = render(Props { files: "".into(), report: None, pending: true }).await;
+        let v = root.query_selector("#verdict").unwrap().expect("#verdict");
+        assert_eq!(v.get_attribute("data-cause"), None);
+        assert_eq!(v.get_attribute("aria-busy").as_deref(), Some("true"));
+    }
+}

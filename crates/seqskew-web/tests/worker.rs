@@ -30,3 +30,15 @@ fn slices_cover_a_file_larger_than_one_slice() {
     let result = decode_result(&run_to_completion(vec![blob_file("log.jsonl", log.as_bytes())], 5)).expect("a result");
     assert_eq!(result.steps, 2);
 }
+
+#[wasm_bindgen_test]
+fn the_examples_are_diagnosed_in_the_worker_as_the_simulator_meant() {
+    for (preset, cause) in [("seqlen-imbalance", "sequence_length_imbalance"), ("seqlen-balanced", "balanced")] {
+        let file = seqskew_web::worker::example_file(preset).expect("an example");
+        let result = decode_result(&run_to_completion(vec![file], 1 << 20)).expect("a result");
+        let analysis = result.analysis.expect("an analysis");
+        assert_eq!(analysis.report.verdict.primary, cause, "{preset}");
+        assert!(result.timeline.is_some_and(|t| t.lanes.len() == 16), "{preset}: a timeline of 16 workers");
+        assert!(!result.pipelines.is_empty(), "{preset}: pipeline schedules (pp = 2)");
+    }
+}

@@ -95,6 +95,7 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
         fit: ws_fit.as_ref(),
         initiators: &initiators,
         shares,
+        slowdown,
     });
 
     // Rebalancing what-ifs need every document's length and a usable cost model.

@@ -450,8 +450,16 @@ mod tests {
 
     #[test]
     fn pipelines_replay_with_micro_batches() {
-        let s =
-            |c: f64| Some(SlotStep { stall: 0.0, passes: vec![(c, 2.0 * c); 4], tail: 0.0, comm: 0.0, expected: None, expected_passes: None });
+        let s = |c: f64| {
+            Some(SlotStep {
+                stall: 0.0,
+                passes: vec![(c, 2.0 * c); 4],
+                tail: 0.0,
+                comm: 0.0,
+                expected: None,
+                expected_passes: None,
+            })
+        };
         let step = StepSlots { slots: vec![vec![s(10.0)], vec![s(10.0)]], transfer: vec![0.0, 0.0], measured: 0.0 };
         // (M + P − 1) × (f + b) = 5 × 30
         assert_eq!(replay_step(&step), 150.0);

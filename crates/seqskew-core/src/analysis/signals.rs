@@ -50,6 +50,8 @@ pub struct Inputs<'a> {
     pub initiators: &'a [Initiator],
     /// Share of the slowdown per restoration: (stage, worker, residual compute, stalls, transfers).
     pub shares: [f64; 5],
+    /// The slowdown S.
+    pub slowdown: f64,
 }
 
 fn signal(id: &str, name: &str, value: f64, threshold: f64, passed: bool, sentence: String) -> Signal {
@@ -388,14 +390,17 @@ fn communication_bound(i: &Inputs<'_>) -> Signal {
     // Stages reduce their gradients at the same time, so one stage's transfer is the step's.
     let fraction = if step > 0.0 { (transfer / step).min(1.0) } else { 0.0 };
     let share = i.shares[4];
-    let passed = fraction >= 0.25 || share >= 0.3;
+    // Jitter matters when it costs a noticeable part of the ideal step (5%), not just a large
+    // share of a negligible slowdown.
+    let jitter_cost = share * (i.slowdown - 1.0).max(0.0);
+    let passed = fraction >= 0.25 || jitter_cost >= 0.05;
     let sentence = format!(
         "Transfers (time in collectives beyond waiting for the last rank) take {:.0}% of a step; their jitter accounts for {:.0}% of the slowdown.",
         fraction * 100.0,
         share * 100.0
     );
     let mut s = signal(ID, "Communication-bound", fraction, 0.25, passed, sentence);
-    s.detail = vec![("jitter_share".into(), round(share, 3))];
+    s.detail = vec![("jitter_share".into(), round(share, 3)), ("jitter_cost".into(), round(jitter_cost, 3))];
     s
 }
 
