@@ -148,7 +148,7 @@ impl KindTotals {
 
     /// Compute, attention and optimizer time: the work the worker did itself.
     pub fn busy_compute(&self) -> Nanos {
-        SpanKind::ALL.iter().filter(|k| k.is_compute()).map(|&k| self.get(k)).sum()
+        SpanKind::ALL.iter().filter(|k| k.is_compute()).map(|&k| self.get(k)).fold(0, Nanos::saturating_add)
     }
 
     /// Time inside communication, whether transferring or waiting.
@@ -157,7 +157,7 @@ impl KindTotals {
     }
 
     pub fn sum(&self) -> Nanos {
-        self.0.iter().sum()
+        self.0.iter().fold(0, |a, &b| a.saturating_add(b))
     }
 }
 
@@ -236,8 +236,9 @@ impl Sequences {
     /// Sequences from exactly known (or padded) lengths.
     pub fn from_lengths(knowledge: SequenceKnowledge, mut lengths: Vec<u32>) -> Self {
         lengths.sort_unstable_by(|a, b| b.cmp(a));
-        let tokens = lengths.iter().map(|&l| u64::from(l)).sum();
-        let sum_sq = lengths.iter().map(|&l| u64::from(l) * u64::from(l)).sum();
+        // Saturating: lengths come from input, and absurd ones must not wrap around.
+        let tokens = lengths.iter().map(|&l| u64::from(l)).fold(0, u64::saturating_add);
+        let sum_sq = lengths.iter().map(|&l| u64::from(l) * u64::from(l)).fold(0, u64::saturating_add);
         Sequences {
             knowledge,
             documents: lengths.len() as u64,
@@ -291,8 +292,8 @@ impl Sequences {
         } else {
             self.lengths.clear();
         }
-        self.documents += other.documents;
-        self.tokens += other.tokens;
+        self.documents = self.documents.saturating_add(other.documents);
+        self.tokens = self.tokens.saturating_add(other.tokens);
         self.max_len = self.max_len.max(other.max_len);
         self.sum_sq_low = self.sum_sq_low.saturating_add(other.sum_sq_low);
         self.sum_sq_high = self.sum_sq_high.saturating_add(other.sum_sq_high);
@@ -309,7 +310,7 @@ pub fn varlen_sum_sq_bounds(documents: u64, tokens: u64, max_len: u32) -> (u64, 
     if documents == 0 || tokens == 0 {
         return (0, 0);
     }
-    let low = (u128::from(tokens) * u128::from(tokens) / u128::from(documents)) as u64;
+    let low = u64::try_from(u128::from(tokens) * u128::from(tokens) / u128::from(documents)).unwrap_or(u64::MAX);
     let high = u64::from(max_len).saturating_mul(tokens).max(low);
     (low, high)
 }

@@ -45,6 +45,8 @@ pub struct Outcome {
     pub workers: u32,
     pub reveal: Lengths,
     pub truth: String,
+    /// The truth's second largest cause (or `balanced` near the bound), for ambiguous cases.
+    pub runner_up: Option<String>,
     pub predicted: String,
     pub confidence: String,
     pub true_slowdown: f64,
@@ -53,7 +55,15 @@ pub struct Outcome {
     pub ideal_error: f64,
     /// Lengths were revealed, so the what-ifs could run; the speedup the recommended balancer predicts.
     pub predicted_speedup: Option<f64>,
+    /// The truth has no clear label: its two largest causes are within [`TIE`] of each other, or
+    /// its slowdown is within [`NEAR_BOUND`] of the straggling bound.
+    pub ambiguous: bool,
 }
+
+/// Causes whose shares differ by less than this are a tie.
+pub const TIE: f64 = 0.10;
+/// Slowdowns this close to the straggling bound could go either way.
+pub const NEAR_BOUND: f64 = 0.02;
 
 const SCENARIOS: [&str; 9] = [
     "seqlen-imbalance",
@@ -215,12 +225,24 @@ pub fn run_case(case: &Case) -> Outcome {
         if t.ideal_step_s > 0.0 { (r.slowdown.ideal_step_s - t.ideal_step_s).abs() / t.ideal_step_s } else { 0.0 };
     let predicted_speedup =
         r.whatif.iter().find(|w| w.method == "karmarkar_karp" || w.method == "lpt").map(|w| w.speedup);
+    let near_bound = (t.slowdown - crate::truth::STRAGGLING).abs() < NEAR_BOUND;
+    let tie = matches!((t.causes.first(), t.causes.get(1)), (Some(a), Some(b)) if a.share - b.share < TIE);
+    let ambiguous = near_bound || (tie && t.slowdown >= crate::truth::STRAGGLING);
     Outcome {
         id: case.id,
         scenario: case.scenario.clone(),
         format: case.format,
         workers: case.config.workers(),
         reveal: case.config.reveal,
+        runner_up: if near_bound {
+            Some(if t.primary == "balanced" {
+                t.causes.first().map_or_else(|| "balanced".to_owned(), |c| c.cause.clone())
+            } else {
+                "balanced".to_owned()
+            })
+        } else {
+            t.causes.get(1).map(|c| c.cause.clone())
+        },
         truth: t.primary,
         predicted: r.verdict.primary.clone(),
         confidence: r.verdict.confidence.clone(),
@@ -228,6 +250,7 @@ pub fn run_case(case: &Case) -> Outcome {
         estimated_slowdown: r.slowdown.factor,
         ideal_error,
         predicted_speedup,
+        ambiguous,
     }
 }
 
@@ -235,7 +258,14 @@ pub fn run_case(case: &Case) -> Outcome {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub cases: usize,
+    /// Cases whose truth has a clear label (see [`Outcome::ambiguous`]); the accuracies, the
+    /// per-cause counts and the confusion matrix are over these.
+    pub clear: usize,
     pub accuracy: f64,
+    /// Over every case, ambiguous ones included.
+    pub accuracy_all: f64,
+    /// Share of ambiguous cases whose diagnosis names one of the truth's two largest causes.
+    pub ambiguous_top_two: f64,
     /// Per true cause: (cases, correctly diagnosed).
     pub per_cause: BTreeMap<String, (usize, usize)>,
     /// (true, predicted) → count.
@@ -249,7 +279,16 @@ pub fn summarize(outcomes: &[Outcome]) -> Summary {
     let mut s = Summary { cases: outcomes.len(), ..Summary::default() };
     let mut correct = 0;
     let mut errors: Vec<f64> = Vec::new();
-    for o in outcomes {
+    let all_correct = outcomes.iter().filter(|o| o.truth == o.predicted).count();
+    s.accuracy_all = all_correct as f64 / outcomes.len().max(1) as f64;
+    let ambiguous: Vec<&Outcome> = outcomes.iter().filter(|o| o.ambiguous).collect();
+    s.ambiguous_top_two = ambiguous
+        .iter()
+        .filter(|o| o.truth == o.predicted || o.runner_up.as_deref() == Some(o.predicted.as_str()))
+        .count() as f64
+        / ambiguous.len().max(1) as f64;
+    for o in outcomes.iter().filter(|o| !o.ambiguous) {
+        s.clear += 1;
         let ok = o.truth == o.predicted;
         correct += usize::from(ok);
         let e = s.per_cause.entry(o.truth.clone()).or_default();
@@ -258,7 +297,7 @@ pub fn summarize(outcomes: &[Outcome]) -> Summary {
         *s.confusion.entry(o.truth.clone()).or_default().entry(o.predicted.clone()).or_default() += 1;
         errors.push(o.ideal_error);
     }
-    s.accuracy = correct as f64 / outcomes.len().max(1) as f64;
+    s.accuracy = correct as f64 / s.clear.max(1) as f64;
     s.ideal_within_10pct = errors.iter().filter(|&&e| e <= 0.10).count() as f64 / errors.len().max(1) as f64;
     errors.sort_by(f64::total_cmp);
     s.ideal_error_median = errors.get(errors.len() / 2).copied().unwrap_or(0.0);
@@ -275,7 +314,7 @@ impl Summary {
         names.sort();
         names.dedup();
         let short = |n: &str| -> String { n.split('_').map(|w| w.chars().next().unwrap_or('?')).collect() };
-        let _ = writeln!(o, "confusion (rows: truth, columns: diagnosis)");
+        let _ = writeln!(o, "confusion over jobs with a clear label (rows: truth, columns: diagnosis)");
         let _ = write!(o, "{:>28}", "");
         for n in &names {
             let _ = write!(o, "{:>6}", short(n));
@@ -295,9 +334,17 @@ impl Summary {
         }
         let _ = writeln!(
             o,
-            "\nprimary-cause accuracy {:.1}% over {} jobs; ideal step within 10% of the truth in {:.1}% (median error {:.1}%)",
+            "\nprimary-cause accuracy {:.1}% over the {} jobs with a clear label ({:.1}% over all {}; the {} ambiguous ones, near-ties or at the bound, name one of the truth's top two causes in {:.1}%)",
             self.accuracy * 100.0,
+            self.clear,
+            self.accuracy_all * 100.0,
             self.cases,
+            self.cases - self.clear,
+            self.ambiguous_top_two * 100.0
+        );
+        let _ = writeln!(
+            o,
+            "ideal step within 10% of the truth in {:.1}% of all jobs (median error {:.1}%)",
             self.ideal_within_10pct * 100.0,
             self.ideal_error_median * 100.0
         );

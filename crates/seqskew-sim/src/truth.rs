@@ -45,7 +45,14 @@ pub fn truth(config: &Config, steps: &[SimStep]) -> Truth {
     // not the distribution's: shift the replays that used the nominal time.
     let mut transfers: Vec<i64> = steps.iter().flat_map(|s| s.transfers.iter().copied()).collect();
     transfers.sort_unstable();
-    let median_transfer = transfers.get(transfers.len() / 2).copied().unwrap_or(0);
+    // The median as the diagnosis takes it: the mean of the middle two for an even count.
+    let middle = transfers.len() / 2;
+    let median_transfer =
+        match (transfers.len() % 2, transfers.get(middle), middle.checked_sub(1).and_then(|m| transfers.get(m))) {
+            (1, Some(&m), _) => m,
+            (_, Some(&hi), Some(&lo)) => (hi + lo) / 2,
+            _ => 0,
+        };
     let nominal = (config.comm.allreduce_ns * config.comm_slowdown) as i64;
     let shift = median_transfer - nominal;
     let actual: i64 = steps.iter().map(SimStep::duration).sum();

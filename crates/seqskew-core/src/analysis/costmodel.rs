@@ -2,7 +2,7 @@
 //! reweighting) with non-negative coefficients, per worker-step and per micro-batch.
 
 use super::frame::{Frame, SeqFeatures};
-use super::stats::{median, nonnegative_least_squares};
+use super::stats::{median, nonnegative_least_squares, sample_stride};
 
 /// A fitted model; coefficients in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -34,8 +34,9 @@ impl Fit {
 
 /// Fits `y ≈ model(x)` over samples.
 pub fn fit(samples: &[(SeqFeatures, f64)]) -> Option<Fit> {
-    let samples: Vec<&(SeqFeatures, f64)> =
-        samples.iter().filter(|(f, y)| f.known && y.is_finite() && *y > 0.0).collect();
+    let usable = samples.iter().filter(|(f, y)| f.known && y.is_finite() && *y > 0.0);
+    let every = sample_stride(usable.clone().count());
+    let samples: Vec<&(SeqFeatures, f64)> = usable.step_by(every).collect();
     if samples.len() < 4 {
         return None;
     }

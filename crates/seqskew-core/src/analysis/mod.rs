@@ -176,7 +176,10 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
         .iter()
         .map(|p| WhatIf {
             method: p.method.into(),
-            predicted_step_s: round(p.total / n_steps / 1e9 * (attribution.measured / attribution.actual.max(1.0)), 4),
+            predicted_step_s: round(
+                p.total / whatifs.steps.max(1) as f64 / 1e9 * (attribution.measured / attribution.actual.max(1.0)),
+                4,
+            ),
             speedup: round(if p.total > 0.0 { current / p.total } else { 1.0 }, 4),
             imbalance: round(p.imbalance, 4),
         })

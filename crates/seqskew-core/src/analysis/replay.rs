@@ -197,14 +197,35 @@ pub struct Factors {
     pub transfer: Vec<f64>,
 }
 
-/// The mean forward and backward pass of a step, over every slot and micro-batch.
-fn mean_passes(step: &StepSlots) -> (f64, f64, usize) {
-    let passes: Vec<(f64, f64)> =
-        step.slots.iter().flatten().flatten().flat_map(|s| s.passes.iter().copied()).collect();
-    let n = step.slots.iter().flatten().flatten().map(|s| s.passes.len()).max().unwrap_or(1).max(1);
-    let f: Vec<f64> = passes.iter().map(|p| p.0).collect();
-    let b: Vec<f64> = passes.iter().map(|p| p.1).collect();
-    (mean(&f), mean(&b), n)
+impl Factors {
+    fn stage_of(&self, p: usize) -> f64 {
+        self.stage.get(p).copied().unwrap_or(1.0).max(1e-9)
+    }
+
+    fn worker_of(&self, p: usize, d: usize) -> f64 {
+        self.worker.get(p).and_then(|r| r.get(d)).copied().unwrap_or(1.0).max(1e-9)
+    }
+
+    /// Stage and worker factor together: how much slower slot (p, d) is than the typical one.
+    fn scale(&self, p: usize, d: usize) -> f64 {
+        self.stage_of(p) * self.worker_of(p, d)
+    }
+}
+
+/// The mean forward and backward pass of a step over every slot and micro-batch, with the
+/// persistent stage and worker factors taken out (a slow worker must not slow the ideal run).
+fn mean_passes(step: &StepSlots, f: &Factors) -> (f64, f64) {
+    let mut forward = Vec::new();
+    let mut backward = Vec::new();
+    for (p, row) in step.slots.iter().enumerate() {
+        for (d, s) in row.iter().enumerate() {
+            let Some(s) = s else { continue };
+            let scale = f.scale(p, d);
+            forward.extend(s.passes.iter().map(|x| x.0 / scale));
+            backward.extend(s.passes.iter().map(|x| x.1 / scale));
+        }
+    }
+    (mean(&forward), mean(&backward))
 }
 
 pub fn factors(steps: &[StepSlots]) -> Factors {
@@ -216,10 +237,11 @@ pub fn factors(steps: &[StepSlots]) -> Factors {
     let mut transfers: Vec<Vec<f64>> = vec![Vec::new(); stages];
     for step in steps {
         let all: Vec<f64> = step.slots.iter().flatten().flatten().map(SlotStep::compute).collect();
-        let overall = mean(&all);
+        // Medians: one slow worker must not make its whole stage look heavy.
+        let overall = median(&all);
         for (p, row) in step.slots.iter().enumerate() {
             let stage_values: Vec<f64> = row.iter().flatten().map(SlotStep::compute).collect();
-            let stage_mean = mean(&stage_values);
+            let stage_mean = median(&stage_values);
             if overall > 0.0
                 && !stage_values.is_empty()
                 && let Some(v) = stage_ratio.get_mut(p)
@@ -286,71 +308,76 @@ fn persistent(ratios: &[f64]) -> f64 {
     if same_side as f64 >= PERSISTENT * ratios.len() as f64 { m } else { 1.0 }
 }
 
-/// The step with only the restored parts taken from the job.
-pub fn restored(step: &StepSlots, f: &Factors, keep: Restore) -> StepSlots {
-    let (mean_f, mean_b, _) = mean_passes(step);
-    let tails: Vec<f64> = step.slots.iter().flatten().flatten().map(|s| s.tail).collect();
-    let stalls: Vec<f64> = step.slots.iter().flatten().flatten().map(|s| s.stall).collect();
-    let (ideal_tail, ideal_stall) = (mean(&tails), median(&stalls));
-    let expected: Vec<f64> = step.slots.iter().flatten().flatten().filter_map(|s| s.expected).collect();
-    let mean_expected = mean(&expected);
-    let pass_expected: Vec<f64> =
-        step.slots.iter().flatten().flatten().filter_map(|s| s.expected_passes.as_ref()).flatten().copied().collect();
-    let mean_pass_expected = mean(&pass_expected);
-    let slots = step
-        .slots
-        .iter()
-        .enumerate()
-        .map(|(p, row)| {
-            row.iter()
-                .enumerate()
-                .map(|(d, s)| {
-                    s.as_ref().map(|s| {
-                        let g = f.stage.get(p).copied().unwrap_or(1.0).max(1e-9);
-                        let w = f.worker.get(p).and_then(|r| r.get(d)).copied().unwrap_or(1.0).max(1e-9);
-                        let persistent = f.persistent_stall.get(p).and_then(|r| r.get(d)).copied().unwrap_or(0.0);
-                        let scale =
-                            (if keep.stage_factors { g } else { 1.0 }) * (if keep.worker_factors { w } else { 1.0 });
-                        let passes = if keep.data_compute && mean_pass_expected > 0.0 && s.expected_passes.is_some() {
-                            // Each micro-batch as its data predicts (a pipeline feels every one).
-                            s.expected_passes
-                                .iter()
-                                .flatten()
-                                .map(|e| {
-                                    let r = e / mean_pass_expected;
-                                    (mean_f * scale * r, mean_b * scale * r)
-                                })
-                                .collect()
-                        } else if keep.data_compute && mean_expected > 0.0 && s.expected.is_some() {
-                            let r = s.expected.unwrap_or(mean_expected) / mean_expected;
-                            s.passes.iter().map(|_| (mean_f * scale * r, mean_b * scale * r)).collect()
-                        } else if keep.residual_compute {
-                            // Actual durations with the persistent factors taken out (and put back if kept).
-                            s.passes.iter().map(|&(a, b)| (a / (g * w) * scale, b / (g * w) * scale)).collect()
-                        } else {
-                            s.passes.iter().map(|_| (mean_f * scale, mean_b * scale)).collect()
-                        };
-                        let stall = match (keep.worker_factors, keep.residual_stalls) {
-                            (true, true) => s.stall,
-                            (true, false) => ideal_stall.max(persistent),
-                            (false, true) => ideal_stall.max(s.stall - persistent),
-                            (false, false) => ideal_stall,
-                        };
-                        SlotStep {
-                            stall,
-                            passes,
-                            tail: if keep == Restore::ALL { s.tail } else { ideal_tail },
-                            comm: s.comm,
-                            expected: s.expected,
-                            expected_passes: s.expected_passes.clone(),
-                        }
-                    })
-                })
-                .collect()
-        })
-        .collect();
-    let transfer = if keep.transfers { step.transfer.clone() } else { f.transfer.clone() };
-    StepSlots { slots, transfer, measured: step.measured }
+/// A step's ideal values (means and medians across its slots), computed once for all of its
+/// restorations.
+#[derive(Clone, Copy)]
+struct Baseline {
+    forward: f64,
+    backward: f64,
+    tail: f64,
+    stall: f64,
+    expected: f64,
+    pass_expected: f64,
+}
+
+impl Baseline {
+    fn of(step: &StepSlots, f: &Factors) -> Self {
+        let (forward, backward) = mean_passes(step, f);
+        let slots = || step.slots.iter().flatten().flatten();
+        let tails: Vec<f64> = slots().map(|s| s.tail).collect();
+        let stalls: Vec<f64> = slots().map(|s| s.stall).collect();
+        let expected: Vec<f64> = slots().filter_map(|s| s.expected).collect();
+        let pass_expected: Vec<f64> = slots().filter_map(|s| s.expected_passes.as_ref()).flatten().copied().collect();
+        Baseline {
+            forward,
+            backward,
+            tail: mean(&tails),
+            stall: median(&stalls),
+            expected: mean(&expected),
+            pass_expected: mean(&pass_expected),
+        }
+    }
+}
+
+/// Writes into `out` (a clone of `step`, reused across restorations so that no slot is
+/// allocated again) the step with only the restored parts taken from the job.
+fn restore_into(step: &StepSlots, f: &Factors, base: &Baseline, keep: Restore, out: &mut StepSlots) {
+    let b = base;
+    for (p, (row, out_row)) in step.slots.iter().zip(out.slots.iter_mut()).enumerate() {
+        for (d, (s, o)) in row.iter().zip(out_row.iter_mut()).enumerate() {
+            let (Some(s), Some(o)) = (s, o.as_mut()) else { continue };
+            let (g, w) = (f.stage_of(p), f.worker_of(p, d));
+            let persistent = f.persistent_stall.get(p).and_then(|r| r.get(d)).copied().unwrap_or(0.0);
+            let scale = (if keep.stage_factors { g } else { 1.0 }) * (if keep.worker_factors { w } else { 1.0 });
+            o.passes.clear();
+            match (&s.expected_passes, s.expected) {
+                (Some(expected), _) if keep.data_compute && b.pass_expected > 0.0 => {
+                    // Each micro-batch as its data predicts (a pipeline feels every one).
+                    o.passes.extend(expected.iter().map(|e| {
+                        let r = e / b.pass_expected;
+                        (b.forward * scale * r, b.backward * scale * r)
+                    }));
+                }
+                (_, Some(expected)) if keep.data_compute && b.expected > 0.0 => {
+                    let r = expected / b.expected;
+                    o.passes.extend(s.passes.iter().map(|_| (b.forward * scale * r, b.backward * scale * r)));
+                }
+                _ if keep.residual_compute => {
+                    // Actual durations with the persistent factors taken out (and put back if kept).
+                    o.passes.extend(s.passes.iter().map(|&(x, y)| (x / (g * w) * scale, y / (g * w) * scale)));
+                }
+                _ => o.passes.extend(s.passes.iter().map(|_| (b.forward * scale, b.backward * scale))),
+            }
+            o.stall = match (keep.worker_factors, keep.residual_stalls) {
+                (true, true) => s.stall,
+                (true, false) => b.stall.max(persistent),
+                (false, true) => b.stall.max(s.stall - persistent),
+                (false, false) => b.stall,
+            };
+            o.tail = if keep == Restore::ALL { s.tail } else { b.tail };
+        }
+    }
+    out.transfer.clone_from(if keep.transfers { &step.transfer } else { &f.transfer });
 }
 
 /// Replayed step times summed over the job, for the actual run, the ideal run, and each
@@ -375,24 +402,28 @@ pub fn attribute(steps: &[StepSlots], f: &Factors) -> Attribution {
     let mut a = Attribution::default();
     let none = Restore::default();
     for step in steps {
-        let actual = replay_step(&restored(step, f, Restore::ALL));
-        let ideal = replay_step(&restored(step, f, none));
+        let base = Baseline::of(step, f);
+        let mut scratch = step.clone();
+        let mut replay = |keep: Restore| {
+            restore_into(step, f, &base, keep, &mut scratch);
+            replay_step(&scratch)
+        };
+        let actual = replay(Restore::ALL);
+        let ideal = replay(none);
         a.actual += actual;
         a.ideal += ideal;
         a.measured += step.measured;
-        a.stage += replay_step(&restored(step, f, Restore { stage_factors: true, ..none }));
-        a.worker += replay_step(&restored(step, f, Restore { worker_factors: true, ..none }));
-        a.residual_compute += replay_step(&restored(step, f, Restore { residual_compute: true, ..none }));
+        a.stage += replay(Restore { stage_factors: true, ..none });
+        a.worker += replay(Restore { worker_factors: true, ..none });
+        a.residual_compute += replay(Restore { residual_compute: true, ..none });
         let predicted = step.slots.iter().flatten().flatten().all(|s| s.expected.is_some());
         a.data_compute = match (a.data_compute, predicted) {
-            (None, true) if a.per_step.is_empty() => {
-                Some(replay_step(&restored(step, f, Restore { data_compute: true, ..none })))
-            }
-            (Some(x), true) => Some(x + replay_step(&restored(step, f, Restore { data_compute: true, ..none }))),
+            (None, true) if a.per_step.is_empty() => Some(replay(Restore { data_compute: true, ..none })),
+            (Some(x), true) => Some(x + replay(Restore { data_compute: true, ..none })),
             _ => None,
         };
-        a.residual_stalls += replay_step(&restored(step, f, Restore { residual_stalls: true, ..none }));
-        a.transfers += replay_step(&restored(step, f, Restore { transfers: true, ..none }));
+        a.residual_stalls += replay(Restore { residual_stalls: true, ..none });
+        a.transfers += replay(Restore { transfers: true, ..none });
         a.per_step.push((actual, ideal));
     }
     a

@@ -1,16 +1,30 @@
 //! Small, robust statistics: medians, rank correlations with confidence intervals, and a
 //! non-negative least-squares fit for the cost model.
 
+/// A statistic over four coefficients or one correlation is settled long before this many
+/// samples: bigger jobs use an evenly spaced subset (over all steps and workers alike).
+pub const MAX_SAMPLES: usize = 1 << 15;
+
+/// The stride that keeps at most [`MAX_SAMPLES`] of `n` samples.
+pub fn sample_stride(n: usize) -> usize {
+    n.div_ceil(MAX_SAMPLES).max(1)
+}
+
 /// Median of the values (mean of the two middle ones for even counts); 0 for none.
 pub fn median(values: &[f64]) -> f64 {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return 0.0;
     }
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    let upper = v.get(mid).copied().unwrap_or(0.0);
-    if v.len() % 2 == 1 { upper } else { (v.get(mid - 1).copied().unwrap_or(upper) + upper) / 2.0 }
+    // Selection, not a sort: medians of every worker-step's residual run in linear time.
+    let (mid, odd) = (v.len() / 2, v.len() % 2 == 1);
+    let (below, &mut upper, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
+    if odd {
+        upper
+    } else {
+        let lower = below.iter().copied().max_by(f64::total_cmp).unwrap_or(upper);
+        (lower + upper) / 2.0
+    }
 }
 
 pub fn mean(values: &[f64]) -> f64 {
@@ -80,8 +94,10 @@ pub struct Correlation {
 
 /// Spearman rank correlation with a Fisher-z 95% interval.
 pub fn spearman(x: &[f64], y: &[f64]) -> Option<Correlation> {
-    let n = x.len().min(y.len());
-    let r = pearson(&ranks(x.get(..n)?), &ranks(y.get(..n)?))?;
+    let every = sample_stride(x.len().min(y.len()));
+    let (x, y): (Vec<f64>, Vec<f64>) = x.iter().copied().zip(y.iter().copied()).step_by(every).unzip();
+    let n = x.len();
+    let r = pearson(&ranks(&x), &ranks(&y))?;
     let (low, high) = if n > 3 {
         let z = r.clamp(-0.999_999, 0.999_999).atanh();
         let half = 1.96 / ((n - 3) as f64).sqrt();
@@ -96,61 +112,78 @@ pub fn spearman(x: &[f64], y: &[f64]) -> Option<Correlation> {
 /// the best feasible one. Returns β and R². Columns are scaled internally for conditioning.
 pub fn nonnegative_least_squares(columns: &[Vec<f64>], y: &[f64], weights: &[f64]) -> (Vec<f64>, f64) {
     let k = columns.len();
-    let n = y.len();
     let scale: Vec<f64> = columns.iter().map(|c| c.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300)).collect();
     let col = |j: usize, i: usize| -> f64 {
         columns.get(j).and_then(|c| c.get(i)).copied().unwrap_or(0.0) / scale.get(j).copied().unwrap_or(1.0)
     };
     let w = |i: usize| weights.get(i).copied().unwrap_or(1.0);
-    let mut best: (f64, Vec<f64>) = (f64::INFINITY, vec![0.0; k]);
-    for mask in 1u32..(1 << k) {
-        let chosen: Vec<usize> = (0..k).filter(|j| mask & (1 << j) != 0).collect();
-        let m = chosen.len();
-        // Normal equations A·b = c for the chosen columns.
-        let mut a = vec![vec![0.0; m]; m];
-        let mut c = vec![0.0; m];
-        for i in 0..n {
-            let yi = y.get(i).copied().unwrap_or(0.0);
-            for (p, &jp) in chosen.iter().enumerate() {
-                let xp = col(jp, i) * w(i);
-                if let Some(cp) = c.get_mut(p) {
-                    *cp += xp * yi;
-                }
-                for (q, &jq) in chosen.iter().enumerate() {
-                    if let Some(apq) = a.get_mut(p).and_then(|r| r.get_mut(q)) {
-                        *apq += xp * col(jq, i);
-                    }
-                }
+    // One pass over the samples: the weighted normal equations of all columns, from which every
+    // subset's equations are a sub-matrix.
+    let mut gram = vec![vec![0.0; k]; k];
+    let mut xty = vec![0.0; k];
+    let mut row = vec![0.0; k];
+    for (i, &yi) in y.iter().enumerate() {
+        let wi = w(i);
+        for (j, x) in row.iter_mut().enumerate() {
+            *x = col(j, i);
+        }
+        for (p, (&xp, g)) in row.iter().zip(gram.iter_mut()).enumerate() {
+            if let Some(c) = xty.get_mut(p) {
+                *c += wi * xp * yi;
+            }
+            for (&xq, a) in row.iter().zip(g.iter_mut()) {
+                *a += wi * xp * xq;
             }
         }
-        let Some(b) = solve(a, c) else { continue };
+    }
+    let sse = |beta: &[f64]| -> f64 {
+        y.iter()
+            .enumerate()
+            .map(|(i, &yi)| {
+                let fit: f64 = beta.iter().enumerate().map(|(j, b)| col(j, i) * b).sum();
+                w(i) * (yi - fit).powi(2)
+            })
+            .sum()
+    };
+    // Among feasible subsets, the least squared error: yᵀWy − bᵀc for a subset's solution b
+    // (yᵀWy is the same for all, so the largest bᵀc wins).
+    let mut best: Option<(f64, Vec<f64>)> = None;
+    for mask in 1u32..(1 << k) {
+        let chosen: Vec<usize> = (0..k).filter(|j| mask & (1 << j) != 0).collect();
+        let a: Vec<Vec<f64>> = chosen
+            .iter()
+            .map(|&p| chosen.iter().map(|&q| gram.get(p).and_then(|r| r.get(q)).copied().unwrap_or(0.0)).collect())
+            .collect();
+        let c: Vec<f64> = chosen.iter().map(|&p| xty.get(p).copied().unwrap_or(0.0)).collect();
+        let Some(b) = solve(a, c.clone()) else { continue };
         if b.iter().any(|&v| v < 0.0) {
             continue;
         }
-        let sse: f64 = (0..n)
-            .map(|i| {
-                let fit: f64 = chosen.iter().zip(&b).map(|(&j, bj)| col(j, i) * bj).sum();
-                let e = y.get(i).copied().unwrap_or(0.0) - fit;
-                w(i) * e * e
-            })
-            .sum();
-        if sse < best.0 {
+        let explained: f64 = b.iter().zip(&c).map(|(b, c)| b * c).sum();
+        if best.as_ref().is_none_or(|(e, _)| explained > *e) {
             let mut beta = vec![0.0; k];
             for (&j, bj) in chosen.iter().zip(&b) {
                 if let Some(slot) = beta.get_mut(j) {
-                    *slot = bj / scale.get(j).copied().unwrap_or(1.0);
+                    *slot = *bj;
                 }
             }
-            best = (sse, beta);
+            best = Some((explained, beta));
         }
     }
+    let n = y.len();
     let my = {
         let tw: f64 = (0..n).map(w).sum();
         (0..n).map(|i| w(i) * y.get(i).copied().unwrap_or(0.0)).sum::<f64>() / tw.max(1e-300)
     };
     let sst: f64 = (0..n).map(|i| w(i) * (y.get(i).copied().unwrap_or(0.0) - my).powi(2)).sum();
-    let r2 = if sst > 0.0 && best.0.is_finite() { (1.0 - best.0 / sst).max(0.0) } else { 0.0 };
-    (best.1, r2)
+    match best {
+        Some((_, scaled)) => {
+            let r2 = if sst > 0.0 { (1.0 - sse(&scaled) / sst).max(0.0) } else { 0.0 };
+            let beta = scaled.iter().zip(&scale).map(|(b, s)| b / s).collect();
+            (beta, r2)
+        }
+        None => (vec![0.0; k], 0.0),
+    }
 }
 
 /// Gaussian elimination with partial pivoting; `None` when singular.

@@ -6,7 +6,9 @@ use super::costmodel::Fit;
 use super::frame::Frame;
 use super::replay::{StepSlots, replay_step};
 use super::signals::features_of;
-use crate::balance::{Method, partition};
+use std::collections::BTreeSet;
+
+use crate::balance::{Method, karmarkar_karp_is_tractable, members, partition};
 use crate::model::Job;
 
 /// One method's prediction over the analysed steps.
@@ -24,10 +26,18 @@ pub struct Prediction {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WhatIfs {
     pub predictions: Vec<Prediction>,
+    /// The steps the predictions sum over.
+    pub steps: usize,
     /// (step, longest document, its cost / a rank's mean cost) where a single document exceeds
     /// a rank's share.
     pub outlier: Option<(u64, u32, f64)>,
 }
+
+/// About how many documents the what-if re-deals, at most; and the fewest and most steps it
+/// samples (enough for a mean, not so many that big jobs wait).
+const SAMPLED_DOCUMENTS: usize = 1 << 17;
+const MIN_SAMPLED_STEPS: usize = 16;
+const MAX_SAMPLED_STEPS: usize = 64;
 
 const METHODS: [(&str, Option<Method>, bool); 5] = [
     ("current", None, false),
@@ -56,16 +66,51 @@ fn replica_documents(job: &Job, frame: &Frame, step: usize, dp: usize) -> Option
     }
 }
 
+/// The step whose longest document most outweighs a rank's fair share of the step's cost
+/// (over all steps: from each replica's sequence features, no document lists needed).
+fn outlier(frame: &Frame, fit: &Fit) -> Option<(u64, u32, f64)> {
+    let mut worst: Option<(u64, u32, f64)> = None;
+    for (si, &step) in frame.steps.iter().enumerate() {
+        let mut seen = vec![false; frame.dp_size];
+        let (mut total, mut longest) = (0.0, 0.0f64);
+        for (wi, slot) in frame.slots.iter().enumerate() {
+            let Some(cell) = frame.cell(si, wi).filter(|c| slot.stage == 0 && c.seq.known) else { continue };
+            let Some(first) = seen.get_mut(slot.dp).filter(|s| !**s) else { continue };
+            *first = true;
+            let f = &cell.seq;
+            total += fit.per_doc * f.documents + fit.per_token * f.tokens + fit.per_token_sq * f.sum_sq;
+            longest = longest.max(f.max_len);
+        }
+        let fair = total / frame.dp_size.max(1) as f64;
+        let ratio = fit.document_cost(longest) / fair;
+        if fair > 0.0 && ratio > 1.0 && worst.is_none_or(|w| ratio > w.2) {
+            worst = Some((step, longest as u32, ratio));
+        }
+    }
+    worst
+}
+
 pub fn what_ifs(job: &Job, frame: &Frame, steps: &[StepSlots], fit: &Fit) -> WhatIfs {
     let mut totals = vec![0.0; METHODS.len()];
     let mut imbalance = vec![0.0; METHODS.len()];
     let mut counted = 0usize;
-    let mut outlier: Option<(u64, u32, f64)> = None;
+    let mut skipped = BTreeSet::new();
     let doc_cost = |l: u32| fit.document_cost(f64::from(l)).max(1.0);
+    // Every step re-deals all its documents several times: on big jobs, an evenly spaced
+    // sample of steps (the stride is set by the first step with documents).
+    let mut stride: Option<(usize, usize)> = None;
     for (si, step) in steps.iter().enumerate() {
+        if stride.is_some_and(|(first, every)| (si - first) % every != 0) {
+            continue;
+        }
         let replicas: Option<Vec<Vec<Vec<u32>>>> =
             (0..frame.dp_size).map(|d| replica_documents(job, frame, si, d)).collect();
         let Some(replicas) = replicas else { continue };
+        if stride.is_none() {
+            let per_step = replicas.iter().flatten().map(Vec::len).sum::<usize>().max(1);
+            let affordable = (SAMPLED_DOCUMENTS / per_step).clamp(MIN_SAMPLED_STEPS, MAX_SAMPLED_STEPS);
+            stride = Some((si, steps.len().saturating_sub(si).div_ceil(affordable).max(1)));
+        }
         let micro_batches = replicas.iter().map(Vec::len).max().unwrap_or(1).max(1);
         let docs: Vec<u32> = replicas.iter().flatten().flatten().copied().collect();
         if docs.is_empty() {
@@ -74,32 +119,24 @@ pub fn what_ifs(job: &Job, frame: &Frame, steps: &[StepSlots], fit: &Fit) -> Wha
         let costs: Vec<f64> = docs.iter().map(|&l| doc_cost(l)).collect();
         let bin_cost = |bin: &[u32]| fit.predict(&features_of(bin)).max(1.0);
         let current_cost: Vec<Vec<f64>> = replicas.iter().map(|r| r.iter().map(|b| bin_cost(b)).collect()).collect();
-        let mean_rank = costs.iter().sum::<f64>() / frame.dp_size.max(1) as f64;
-        if let Some((&longest, &c)) = docs.iter().zip(&costs).max_by(|a, b| a.1.total_cmp(b.1))
-            && c > mean_rank
-            && outlier.is_none_or(|o| c / mean_rank > o.2)
-        {
-            outlier = Some((frame.steps.get(si).copied().unwrap_or(0), longest, c / mean_rank));
-        }
         for (mi, (_, method, by_tokens)) in METHODS.iter().enumerate() {
             let new_bins: Vec<Vec<Vec<u32>>> = match method {
                 None => replicas.clone(),
+                Some(Method::KarmarkarKarp) if !karmarkar_karp_is_tractable(docs.len(), frame.dp_size) => {
+                    skipped.insert(mi);
+                    continue;
+                }
                 Some(m) => {
                     let key: Vec<f64> =
                         if *by_tokens { docs.iter().map(|&l| f64::from(l)).collect() } else { costs.clone() };
-                    let ranks = partition(&key, frame.dp_size, *m);
-                    (0..frame.dp_size)
-                        .map(|d| {
-                            let mine: Vec<usize> = (0..docs.len()).filter(|&i| ranks.get(i) == Some(&d)).collect();
+                    members(&partition(&key, frame.dp_size, *m), frame.dp_size)
+                        .into_iter()
+                        .map(|mine| {
                             let mine_key: Vec<f64> = mine.iter().map(|&i| key.get(i).copied().unwrap_or(0.0)).collect();
-                            let mbs = partition(&mine_key, micro_batches, *m);
-                            (0..micro_batches)
-                                .map(|b| {
-                                    mine.iter()
-                                        .zip(&mbs)
-                                        .filter(|(_, mb)| **mb == b)
-                                        .filter_map(|(&i, _)| docs.get(i).copied())
-                                        .collect()
+                            members(&partition(&mine_key, micro_batches, *m), micro_batches)
+                                .into_iter()
+                                .map(|mb| {
+                                    mb.iter().filter_map(|&j| mine.get(j).and_then(|&i| docs.get(i)).copied()).collect()
                                 })
                                 .collect()
                         })
@@ -121,12 +158,16 @@ pub fn what_ifs(job: &Job, frame: &Frame, steps: &[StepSlots], fit: &Fit) -> Wha
     if counted == 0 {
         return WhatIfs::default();
     }
+    // A method that could not run on every step predicts nothing.
     let predictions = METHODS
         .iter()
         .zip(totals.iter().zip(&imbalance))
+        .enumerate()
+        .filter(|(mi, _)| !skipped.contains(mi))
+        .map(|(_, x)| x)
         .map(|((name, _, _), (&total, &imb))| Prediction { method: name, total, imbalance: imb / counted as f64 })
         .collect();
-    WhatIfs { predictions, outlier }
+    WhatIfs { predictions, steps: counted, outlier: outlier(frame, fit) }
 }
 
 /// The step with each replica's passes scaled by new/old predicted cost (per micro-batch where

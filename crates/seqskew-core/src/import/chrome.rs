@@ -14,14 +14,13 @@ use serde_json::value::RawValue;
 
 use super::events::{EventPlace, RawArgs, RawEvent, TraceBuilder};
 use super::names::{collective_op, is_backward, kind_from_words, parse_coords};
-use super::numbers::{to_duration, to_nanos, to_u64};
+use super::numbers::to_u64;
 use super::timeline::{Piece, bucket, partition};
+use super::trace_event::RawText;
 use crate::diag::{DiagnosticSink, Severity};
 use crate::model::{
     Collective, CollectiveOp, Coords, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep,
 };
-
-const MICROS: i64 = 1000;
 
 /// (pid, tid) as integer keys.
 type ThreadKey = (i64, i64);
@@ -146,7 +145,7 @@ fn step_span_number(name: &str, step_arg: Option<u64>) -> Option<u64> {
     None
 }
 
-fn arg_u64(value: Option<&RawValue>) -> Option<u64> {
+fn arg_u64(value: Option<RawText<'_>>) -> Option<u64> {
     value.and_then(|v| to_u64(v.get()))
 }
 
@@ -191,17 +190,8 @@ impl TraceBuilder for ChromeBuilder {
         if !matches!(phase, "X" | "B" | "E") {
             return false;
         }
-        let start = match ev.ts.map(|t| to_nanos(t.get(), MICROS)) {
-            Some(Ok(t)) => t,
-            Some(Err(e)) => {
-                diags.push(
-                    Severity::Warning,
-                    place.location(),
-                    format!("\"{}\" has a ts that {}; event skipped", ev.name(), e.describe()),
-                );
-                return false;
-            }
-            None => return false,
+        let Some(start) = ev.start(place, diags) else {
+            return false;
         };
         let step = step_of(args);
         let micro_batch = micro_batch_of(args);
@@ -228,6 +218,14 @@ impl TraceBuilder for ChromeBuilder {
                     );
                     return false;
                 };
+                if start.checked_sub(open.start).is_none() {
+                    diags.push(
+                        Severity::Warning,
+                        place.location(),
+                        format!("\"{}\" lasts longer than the clock's range; skipped", open.name),
+                    );
+                    return false;
+                }
                 if start < open.start {
                     diags.push(
                         Severity::Warning,
@@ -241,19 +239,7 @@ impl TraceBuilder for ChromeBuilder {
                 true
             }
             _ => {
-                let dur = match ev.dur.map(|d| to_duration(d.get(), MICROS)) {
-                    Some(Ok(d)) => d,
-                    Some(Err(e)) => {
-                        diags.push(
-                            Severity::Warning,
-                            place.location(),
-                            format!("\"{}\" has a dur that {}; event skipped", ev.name(), e.describe()),
-                        );
-                        return false;
-                    }
-                    None => 0,
-                };
-                let Some(end) = start.checked_add(dur) else {
+                let Some(end) = ev.end(start, place, diags) else {
                     return false;
                 };
                 self.add(thread, ev.name(), ev.cat(), (start, end), Tags { step, micro_batch });

@@ -1,181 +1,18 @@
 //! Streaming reader of Chrome Trace Event Format documents: an object with `traceEvents`
 //! (keys in any order) or a bare array of events, in chunks of any size.
 //!
-//! Each event is deserialised on its own into a [`RawEvent`] whose strings borrow from the
-//! buffer, then handed to a [`TraceBuilder`]; only an event that straddles two chunks is
-//! kept across calls. Values the builder does not need (unknown top-level keys, `args` of
-//! no interest) are skipped without building anything.
+//! Each event is scanned on its own into a [`RawEvent`] whose strings borrow from the buffer,
+//! then handed to a [`TraceBuilder`]; only an event that straddles two chunks is kept across
+//! calls. Values the builder does not need (unknown top-level keys, fields and `args` of no
+//! interest) are skipped without building anything.
 
-use std::borrow::Cow;
-use std::fmt;
-
-use serde::Deserialize;
-use serde::de::{self, Deserializer, Visitor};
 use serde_json::value::RawValue;
 
-use super::{ContentParser, ImportStats};
+use super::json::ScanError;
+pub use super::trace_event::{EventPlace, RawArgs, RawEvent};
+use super::{BOM, ContentParser, ImportStats};
 use crate::diag::{DiagnosticSink, Location, Severity};
 use crate::model::Worker;
-
-/// A string that borrows from the input unless it had escapes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Str<'a>(pub Cow<'a, str>);
-
-impl<'a> Str<'a> {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct StrVisitor;
-        impl<'de> Visitor<'de> for StrVisitor {
-            type Value = Str<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Owned(v)))
-            }
-        }
-        deserializer.deserialize_str(StrVisitor)
-    }
-}
-
-/// `pid`/`tid`: usually integers, sometimes strings ("Spans", "").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Id<'a> {
-    Int(i64),
-    Text(Cow<'a, str>),
-}
-
-impl Id<'_> {
-    /// A stable integer key: the integer itself, or a hash of the text.
-    pub fn key(&self) -> i64 {
-        match self {
-            Id::Int(i) => *i,
-            Id::Text(t) => {
-                // FNV-1a, folded into the negative range so it cannot collide with real ids.
-                let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-                for b in t.bytes() {
-                    h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-                }
-                -((h >> 2) as i64) - 1
-            }
-        }
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Id<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct IdVisitor;
-        impl<'de> Visitor<'de> for IdVisitor {
-            type Value = Id<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an integer or a string")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(Id::Int(v))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(Id::Int(i64::try_from(v).unwrap_or(i64::MAX)))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-                Ok(Id::Int(v as i64))
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Id::Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Id::Text(Cow::Owned(v.to_owned())))
-            }
-        }
-        deserializer.deserialize_any(IdVisitor)
-    }
-}
-
-/// The `args` fields any importer looks at; everything else is skipped.
-#[derive(Debug, Default, Deserialize)]
-pub struct RawArgs<'a> {
-    /// Metadata events: `process_name`, `thread_name`.
-    #[serde(borrow, default)]
-    pub name: Option<Str<'a>>,
-    #[serde(borrow, default, rename = "Input Dims")]
-    pub input_dims: Option<&'a RawValue>,
-    #[serde(borrow, default, rename = "Concrete Inputs")]
-    pub concrete_inputs: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub correlation: Option<&'a RawValue>,
-    #[serde(borrow, default, rename = "Collective name")]
-    pub collective_name: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub step: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub iteration: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub mb_id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub microbatch: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub micro_batch: Option<&'a RawValue>,
-    /// Exact sequence lengths, where a writer records them (`[512, 77, ...]`).
-    #[serde(borrow, default)]
-    pub seqlens: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub seq_lens: Option<&'a RawValue>,
-}
-
-/// One trace event with borrowed strings. Unused keys are skipped.
-#[derive(Debug, Default, Deserialize)]
-pub struct RawEvent<'a> {
-    #[serde(borrow, default)]
-    pub ph: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub name: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub cat: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub pid: Option<Id<'a>>,
-    #[serde(borrow, default)]
-    pub tid: Option<Id<'a>>,
-    #[serde(borrow, default)]
-    pub ts: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub dur: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub args: Option<RawArgs<'a>>,
-}
-
-impl RawEvent<'_> {
-    pub fn phase(&self) -> &str {
-        self.ph.as_ref().map_or("", Str::as_str)
-    }
-    pub fn name(&self) -> &str {
-        self.name.as_ref().map_or("", Str::as_str)
-    }
-    pub fn cat(&self) -> &str {
-        self.cat.as_ref().map_or("", Str::as_str)
-    }
-}
-
-/// Where an event came from, for diagnostics.
-#[derive(Clone, Copy, Debug)]
-pub struct EventPlace {
-    pub offset: u64,
-}
-
-impl EventPlace {
-    pub fn location(self) -> Option<Location> {
-        Some(Location::Byte(self.offset))
-    }
-}
 
 /// What a format makes of the events of a Chrome-trace document.
 pub trait TraceBuilder {
@@ -267,6 +104,13 @@ impl<B: TraceBuilder> TraceDocument<B> {
         match self.state {
             State::Done => None,
             State::Start => {
+                // A UTF-8 byte order mark is not JSON, but editors write it.
+                if rest.starts_with(BOM) {
+                    return Some(pos + BOM.len());
+                }
+                if !at_eof && BOM.starts_with(rest) {
+                    return None; // a BOM split across chunks
+                }
                 let i = skip_ws(rest, true)?;
                 match rest.get(i) {
                     Some(b'{') => self.state = State::TopKey,
@@ -294,7 +138,7 @@ impl<B: TraceBuilder> TraceDocument<B> {
                     }
                     Some(b'"') => {
                         let key_and_colon = rest.get(i..)?;
-                        let mut stream = serde_json::Deserializer::from_slice(key_and_colon).into_iter::<Str<'_>>();
+                        let mut stream = serde_json::Deserializer::from_slice(key_and_colon).into_iter::<String>();
                         match stream.next() {
                             Some(Ok(key)) => {
                                 let after_key = stream.byte_offset();
@@ -310,11 +154,11 @@ impl<B: TraceBuilder> TraceDocument<B> {
                                     return None;
                                 }
                                 self.top_key.clear();
-                                self.top_key.push_str(key.as_str());
-                                self.state = if key.as_str() == "traceEvents" {
+                                self.top_key.push_str(&key);
+                                self.state = if &*key == "traceEvents" {
                                     State::BeforeEvents
                                 } else {
-                                    State::TopValue { wanted: self.builder.wants_top_level(key.as_str()) }
+                                    State::TopValue { wanted: self.builder.wants_top_level(&key) }
                                 };
                                 Some(pos + i + after_key + j + 1)
                             }
@@ -408,7 +252,7 @@ impl<B: TraceBuilder> TraceDocument<B> {
                     }
                     Some(b'{') => {
                         let start = pos + i;
-                        self.read_event(buf, start, diags, at_eof)
+                        self.read_event(buf, start, diags)
                     }
                     Some(_) => {
                         self.stats.records += 1;
@@ -428,26 +272,24 @@ impl<B: TraceBuilder> TraceDocument<B> {
         }
     }
 
-    fn read_event(&mut self, buf: &[u8], start: usize, diags: &mut DiagnosticSink, at_eof: bool) -> Option<usize> {
+    fn read_event(&mut self, buf: &[u8], start: usize, diags: &mut DiagnosticSink) -> Option<usize> {
         let text = buf.get(start..)?;
         let place = EventPlace { offset: self.base + start as u64 };
-        let mut stream = serde_json::Deserializer::from_slice(text).into_iter::<RawEvent<'_>>();
-        match stream.next() {
-            Some(Ok(event)) => {
-                let used = stream.byte_offset();
+        match RawEvent::parse(text) {
+            Ok((event, used)) => {
                 self.accept(&event, place, diags);
                 Some(start + used)
             }
-            Some(Err(e)) if e.is_eof() && !at_eof => None,
-            Some(Err(e)) => {
+            // The event continues in the next chunk; at the end, it is the truncated last one
+            // (`finish` reports it).
+            Err(ScanError::Eof) => None,
+            Err(ScanError::Invalid(why)) => {
                 // Find the event's end without validating its content, then try once more with
                 // control characters and invalid UTF-8 replaced: real traces carry both.
-                // An event without an end is the truncated last one; `finish` reports it.
                 let len = Skipper::default().advance(text)?;
-                let raw = text.get(..len)?;
-                let cleaned = sanitize(raw);
-                match serde_json::from_slice::<RawEvent<'_>>(&cleaned) {
-                    Ok(event) => {
+                let cleaned = sanitize(text.get(..len)?);
+                match RawEvent::parse(&cleaned) {
+                    Ok((event, _)) => {
                         diags.push(
                             Severity::Warning,
                             place.location(),
@@ -459,7 +301,7 @@ impl<B: TraceBuilder> TraceDocument<B> {
                         self.stats.records += 1;
                         self.stats.skipped += 1;
                         self.consecutive_bad += 1;
-                        diags.push(Severity::Warning, place.location(), format!("unreadable event skipped: {e}"));
+                        diags.push(Severity::Warning, place.location(), format!("unreadable event skipped: {why}"));
                         if self.consecutive_bad >= MAX_CONSECUTIVE_BAD {
                             diags.push(
                                 Severity::Error,
@@ -472,7 +314,6 @@ impl<B: TraceBuilder> TraceDocument<B> {
                 }
                 Some(start + len)
             }
-            None => None,
         }
     }
 
@@ -699,11 +540,5 @@ mod tests {
         let mut s = Skipper::default();
         assert_eq!(s.advance(b"{\"a\":"), None);
         assert_eq!(s.advance(b"\"}\"}"), Some(4));
-    }
-
-    #[test]
-    fn text_ids_hash_to_negative_keys() {
-        assert!(Id::Text(Cow::Borrowed("Spans")).key() < 0);
-        assert_eq!(Id::Int(7).key(), 7);
     }
 }

@@ -9,13 +9,12 @@
 use serde_json::value::RawValue;
 
 use super::events::{EventPlace, RawEvent, TraceBuilder};
-use super::names::{collective_op, is_attention, is_backend_collective, is_backward, rank_from_file_name};
-use super::numbers::{to_duration, to_nanos, to_u64};
+use super::names::{NameCache, collective_op, is_attention, is_backend_collective, is_backward, rank_from_file_name};
+use super::numbers::{to_nanos, to_u64};
 use super::timeline::{Piece, bucket, partition};
+use super::trace_event::RawText;
 use crate::diag::{DiagnosticSink, Severity};
 use crate::model::{Collective, CollectiveOp, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep};
-
-const MICROS: i64 = 1000;
 
 #[derive(Clone, Copy, Debug)]
 struct StepMark {
@@ -94,6 +93,29 @@ pub struct KinetoBuilder {
     /// `record_function("seqlens=...")` annotations: exact lengths at a CPU time.
     seqlen_marks: Vec<(Nanos, Vec<u32>)>,
     comm_threads: Vec<i64>,
+    names: NameCache<NameClass>,
+}
+
+/// What an operator's or kernel's name says.
+#[derive(Clone, Copy)]
+struct NameClass {
+    attention: bool,
+    backward: bool,
+    collective: Option<CollectiveOp>,
+    backend_collective: bool,
+    optimizer: bool,
+}
+
+impl NameClass {
+    fn of(name: &str) -> Self {
+        NameClass {
+            attention: is_attention(name),
+            backward: is_backward(name),
+            collective: collective_op(name),
+            backend_collective: is_backend_collective(name),
+            optimizer: is_optimizer_kernel(name),
+        }
+    }
 }
 
 impl KinetoBuilder {
@@ -111,6 +133,7 @@ impl KinetoBuilder {
             attention: Vec::new(),
             seqlen_marks: Vec::new(),
             comm_threads: Vec::new(),
+            names: NameCache::default(),
         }
     }
 
@@ -153,8 +176,9 @@ impl KinetoBuilder {
                 }
             }
             "cpu_op" | "operator" | "Operator" => {
-                let class = if is_attention(name) {
-                    let backward = is_backward(name);
+                let named = self.names.get_or(name, NameClass::of);
+                let class = if named.attention {
+                    let backward = named.backward;
                     let shape = if backward {
                         None
                     } else {
@@ -162,8 +186,8 @@ impl KinetoBuilder {
                     };
                     self.attention.push(AttentionOp { start, end, thread, backward, shape });
                     OpClass::Attention
-                } else if let Some(op) = collective_op(name) {
-                    if is_backend_collective(name) { OpClass::Collective(op) } else { OpClass::Comm(op) }
+                } else if let Some(op) = named.collective {
+                    if named.backend_collective { OpClass::Collective(op) } else { OpClass::Comm(op) }
                 } else {
                     OpClass::Compute
                 };
@@ -179,19 +203,19 @@ impl KinetoBuilder {
             }
             _ => {
                 let is_memory = matches!(cat, "gpu_memcpy" | "gpu_memset" | "Memcpy" | "Memset");
-                let named_collective = ev
-                    .args
-                    .as_ref()
-                    .and_then(|a| a.collective_name.as_ref())
-                    .map(|n| collective_op(n.as_str()).unwrap_or(CollectiveOp::Other));
-                let op = named_collective.or_else(|| if is_memory { None } else { collective_op(name) });
+                let named = self.names.get_or(name, NameClass::of);
+                let named_collective =
+                    ev.args.as_ref().and_then(|a| a.collective_name.as_ref()).map(|n| {
+                        self.names.get_or(n.as_str(), NameClass::of).collective.unwrap_or(CollectiveOp::Other)
+                    });
+                let op = named_collective.or(if is_memory { None } else { named.collective });
                 let kind = if op.is_some() {
                     SpanKind::Communication
                 } else if is_memory {
                     SpanKind::Other
-                } else if is_optimizer_kernel(name) {
+                } else if named.optimizer {
                     SpanKind::Optimizer
-                } else if is_attention(name) {
+                } else if named.attention {
                     SpanKind::Attention
                 } else {
                     SpanKind::Compute
@@ -254,7 +278,7 @@ impl KinetoBuilder {
             let mut others: Vec<Nanos> = out.iter().rev().skip(1).map(|s| s.end - s.start).collect();
             others.sort_unstable();
             let median = others.get(others.len() / 2).copied().unwrap_or(0);
-            if (last.end - last.start) * 10 < median {
+            if (last.end - last.start).saturating_mul(10) < median {
                 diags.push(
                     Severity::Info,
                     None,
@@ -465,7 +489,7 @@ fn sequences_of(calls: &[CallShape]) -> Sequences {
 }
 
 /// Sequence information in an attention op's recorded shapes.
-fn call_shape(name: &str, dims: Option<&RawValue>, concrete: Option<&RawValue>) -> Option<CallShape> {
+fn call_shape(name: &str, dims: Option<RawText<'_>>, concrete: Option<RawText<'_>>) -> Option<CallShape> {
     let dims: Vec<serde_json::Value> = serde_json::from_str(dims?.get()).ok()?;
     let shape =
         |v: &serde_json::Value| -> Option<Vec<u64>> { v.as_array()?.iter().map(serde_json::Value::as_u64).collect() };
@@ -501,24 +525,8 @@ fn is_optimizer_kernel(name: &str) -> bool {
 
 /// A complete event's interval in nanoseconds, or a diagnostic.
 fn interval(ev: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> Option<(Nanos, Nanos)> {
-    let what = |field: &str, why: &str| format!("\"{}\" has a {field} that {why}; event skipped", ev.name());
-    let start = match ev.ts.map(|t| to_nanos(t.get(), MICROS)) {
-        Some(Ok(t)) => t,
-        Some(Err(e)) => {
-            diags.push(Severity::Warning, place.location(), what("ts", e.describe()));
-            return None;
-        }
-        None => return None,
-    };
-    let dur = match ev.dur.map(|d| to_duration(d.get(), MICROS)) {
-        Some(Ok(d)) => d,
-        Some(Err(e)) => {
-            diags.push(Severity::Warning, place.location(), what("dur", e.describe()));
-            return None;
-        }
-        None => 0,
-    };
-    Some((start, start.checked_add(dur)?))
+    let start = ev.start(place, diags)?;
+    Some((start, ev.end(start, place, diags)?))
 }
 
 impl TraceBuilder for KinetoBuilder {
@@ -643,26 +651,26 @@ impl TraceBuilder for KinetoBuilder {
 mod tests {
     use super::*;
 
-    fn raw(s: &str) -> Box<RawValue> {
-        RawValue::from_string(s.to_owned()).unwrap()
+    fn raw(s: &str) -> RawText<'_> {
+        RawText::of(s.as_bytes()).expect("UTF-8")
     }
 
     #[test]
     fn shapes_of_attention_calls() {
         let dims = raw("[[1, 4, 265, 32], [1, 4, 265, 32], [1, 4, 265, 32], [], []]");
         assert_eq!(
-            call_shape("aten::scaled_dot_product_attention", Some(&dims), None),
+            call_shape("aten::scaled_dot_product_attention", Some(dims), None),
             Some(CallShape::Dense { batch: 1, len: 265 })
         );
         let dims = raw("[[8, 4096, 16, 128], [8, 4096, 16, 128]]");
         assert_eq!(
-            call_shape("aten::_flash_attention_forward", Some(&dims), None),
+            call_shape("aten::_flash_attention_forward", Some(dims), None),
             Some(CallShape::Dense { batch: 8, len: 4096 })
         );
         let dims = raw("[[9000, 16, 128], [9000, 16, 128], [9000, 16, 128], [5], [5], [], []]");
         let concrete = raw(r#"["", "", "", "", "", "4096", "4096", "0.0"]"#);
         assert_eq!(
-            call_shape("flash_attn::_flash_attn_varlen_forward", Some(&dims), Some(&concrete)),
+            call_shape("flash_attn::_flash_attn_varlen_forward", Some(dims), Some(concrete)),
             Some(CallShape::Varlen { tokens: 9000, count: 4, max_len: 4096 })
         );
         assert_eq!(call_shape("aten::scaled_dot_product_attention", None, None), None);

@@ -10,12 +10,14 @@ mod assemble;
 mod chrome;
 mod events;
 mod gzip;
+mod json;
 mod kineto;
 mod names;
 mod numbers;
 mod sniff;
 mod steplog;
 mod timeline;
+mod trace_event;
 
 use serde::{Deserialize, Serialize};
 
@@ -134,6 +136,9 @@ fn parser_for(format: Format, file: &str) -> Box<dyn ContentParser> {
     }
 }
 
+/// The UTF-8 byte order mark: not content, but editors write it before JSON and CSV.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// How many content bytes the sniffer looks at before deciding.
 pub const SNIFF_BYTES: usize = 1024;
 
@@ -220,7 +225,7 @@ impl FileIngest {
     }
 
     fn feed_content(&mut self, content: &[u8]) {
-        if content.is_empty() {
+        if content.is_empty() || self.is_rejected() {
             return;
         }
         self.bytes += content.len() as u64;
@@ -238,7 +243,8 @@ impl FileIngest {
     }
 
     fn start_parsing(&mut self, sniffed: &[u8]) {
-        match sniff(sniffed) {
+        // Only the first KiB decides, however much the first chunks happened to bring.
+        match sniff(sniffed.get(..SNIFF_BYTES).unwrap_or(sniffed)) {
             Ok(format) => {
                 let mut parser = parser_for(format, self.diags.file());
                 parser.feed(sniffed, &mut self.diags);
@@ -247,6 +253,8 @@ impl FileIngest {
             Err(why) => {
                 self.diags.push(Severity::Error, None, why);
                 self.content = Content::Rejected;
+                // What the sniffer examined, however the chunks fell.
+                self.bytes = self.bytes.min(SNIFF_BYTES as u64);
             }
         }
     }
@@ -259,7 +267,8 @@ impl FileIngest {
             self.feed_raw(&head);
         }
         if let Some(mut gz) = self.gzip.take() {
-            if let Err(problem) = gz.finish(&mut |content| self.feed_content(content)) {
+            // A rejected file was not read to its end: its stream is not truncated.
+            if let (Err(problem), false) = (gz.finish(&mut |content| self.feed_content(content)), self.is_rejected()) {
                 self.diags.push(Severity::Error, None, problem);
             }
             self.gzip = Some(gz);
@@ -267,8 +276,12 @@ impl FileIngest {
         if let Content::Sniffing(buf) = &mut self.content {
             let buf = std::mem::take(buf);
             if buf.iter().all(u8::is_ascii_whitespace) {
-                let what = if self.bytes_in == 0 { "the file is empty (0 bytes)" } else { "the file has no content" };
-                self.diags.push(Severity::Error, None, what);
+                // A gzip stream that failed before any content has already said why.
+                if !self.diags.has_errors() {
+                    let what =
+                        if self.bytes_in == 0 { "the file is empty (0 bytes)" } else { "the file has no content" };
+                    self.diags.push(Severity::Error, None, what);
+                }
                 self.content = Content::Rejected;
             } else {
                 self.start_parsing(&buf);

@@ -1,6 +1,8 @@
 //! What names say: collectives, attention ops, span kinds, and rank coordinates in labels
 //! and file names. Shared by the trace importers.
 
+use rustc_hash::FxHashMap;
+
 use crate::model::{CollectiveOp, Coords, SpanKind};
 
 /// Up to this many bytes of a name are examined (kernel names can be very long; the words
@@ -43,6 +45,34 @@ impl Squashed {
 
     fn has_any(&self, needles: &[&str]) -> bool {
         needles.iter().any(|n| self.has(n))
+    }
+}
+
+/// Distinct names with what they say. Traces repeat a few thousand names millions of times, so
+/// each is classified once. Bounded: beyond [`MAX_CACHED_NAMES`] (traces that put counters in
+/// names), further names are classified every time instead of growing the cache.
+pub struct NameCache<V> {
+    map: FxHashMap<Box<str>, V>,
+}
+
+const MAX_CACHED_NAMES: usize = 1 << 16;
+
+impl<V> Default for NameCache<V> {
+    fn default() -> Self {
+        NameCache { map: FxHashMap::default() }
+    }
+}
+
+impl<V: Copy> NameCache<V> {
+    pub fn get_or(&mut self, name: &str, classify: impl FnOnce(&str) -> V) -> V {
+        if let Some(&v) = self.map.get(name) {
+            return v;
+        }
+        let v = classify(name);
+        if self.map.len() < MAX_CACHED_NAMES {
+            self.map.insert(name.into(), v);
+        }
+        v
     }
 }
 

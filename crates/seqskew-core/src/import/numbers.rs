@@ -21,6 +21,9 @@ impl NumberProblem {
     }
 }
 
+/// Nanoseconds per microsecond, the unit of Chrome-trace `ts` and `dur`.
+pub const MICROS: i64 = 1000;
+
 /// JSON number text (or a quoted number) in `unit_ns` units to integer nanoseconds, rounding
 /// to the nearest nanosecond. Accepts `123`, `-4.5`, `"7.25"`, `1.5e3`.
 pub fn to_nanos(raw: &str, unit_ns: i64) -> Result<Nanos, NumberProblem> {

@@ -60,7 +60,7 @@ const KINETO_MARKERS: &[&str] = &[
 /// Decides the format of content from its first bytes (at least [`super::SNIFF_BYTES`] unless the
 /// content is shorter). The error explains what the content looks like instead.
 pub fn sniff(head: &[u8]) -> Result<Format, String> {
-    let text = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let text = head.strip_prefix(super::BOM).unwrap_or(head);
     let start = text.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(text.len());
     let text = text.get(start..).unwrap_or_default();
     let Some(&first) = text.first() else {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::value::RawValue;
 
 use super::numbers::{seconds_to_nanos, to_u64};
-use super::{ContentParser, ImportStats};
+use super::{BOM, ContentParser, ImportStats};
 use crate::diag::{DiagnosticSink, Location, Severity};
 use crate::model::{
     Collective, CollectiveOp, Coords, KindTotals, MicroBatch, Nanos, SequenceKnowledge, Sequences, Span, SpanKind,
@@ -16,6 +16,11 @@ use crate::model::{
 
 /// The version this reader writes and fully understands.
 pub const STEPLOG_VERSION: u64 = 1;
+
+/// Bounds on times, so that every sum of a step's times fits in i64 nanoseconds: durations
+/// up to a million seconds (11.6 days), clocks up to 4e9 s from their zero (the year 2096).
+const MAX_DURATION_NS: Nanos = 1_000_000 * 1_000_000_000;
+const MAX_START_NS: Nanos = 4_000_000_000 * 1_000_000_000;
 
 /// Time fields, in seconds, and the kind each adds to.
 const TIME_FIELDS: [(&str, Option<SpanKind>); 13] = [
@@ -114,8 +119,14 @@ fn set_field(row: &mut Row, key: &str, value: &str, seen: &mut (bool, bool)) -> 
         _ => {
             if let Some(i) = TIME_FIELDS.iter().position(|(f, _)| *f == key) {
                 let ns = seconds_to_nanos(value).map_err(|e| format!("{key} = {value} {}", e.describe()))?;
-                if ns < 0 && key != "start_s" {
+                if key == "start_s" {
+                    if ns.abs() > MAX_START_NS {
+                        return Err(format!("{key} = {value} is not a plausible clock (beyond the year 2100)"));
+                    }
+                } else if ns < 0 {
                     return Err(format!("{key} = {value} is negative"));
+                } else if ns > MAX_DURATION_NS {
+                    return Err(format!("{key} = {value} is longer than a training step can be (11 days)"));
                 }
                 if let Some(slot) = row.times.get_mut(i) {
                     *slot = Some(ns);
@@ -255,8 +266,9 @@ fn build_step(
             totals.add(kind, ns);
         }
     }
-    let mb_compute: Nanos = micro_batches.iter().map(MicroBatch::compute).sum();
-    let mb_attention: Nanos = micro_batches.iter().filter_map(|m| m.sequences.attention).sum();
+    // Saturating: a step may have any number of micro-batch rows.
+    let mb_compute = micro_batches.iter().map(MicroBatch::compute).fold(0, Nanos::saturating_add);
+    let mb_attention = micro_batches.iter().filter_map(|m| m.sequences.attention).fold(0, Nanos::saturating_add);
     if given("compute_s").is_none() {
         // Without micro-batch rows, a step row's own forward and backward times are its compute.
         let own = given("fwd_s").unwrap_or(0) + given("bwd_s").unwrap_or(0);
@@ -318,16 +330,18 @@ fn schematic_spans(start: Nanos, totals: &KindTotals, micro_batches: &[MicroBatc
     let mut push = |kind: SpanKind, duration: Nanos, micro_batch: Option<u32>, spans: &mut Vec<Span>| {
         if duration > 0 {
             spans.push(Span { start: t, duration, kind, micro_batch });
-            t += duration;
+            t = t.saturating_add(duration);
         }
     };
     push(SpanKind::DataLoading, totals.get(SpanKind::DataLoading), None, &mut spans);
     let compute = totals.get(SpanKind::Compute) + totals.get(SpanKind::Attention);
-    let mb_total: Nanos = micro_batches.iter().map(MicroBatch::compute).sum();
+    let mb_total: i128 = micro_batches.iter().map(|mb| i128::from(mb.compute())).sum();
     if mb_total > 0 && compute > 0 {
-        // Micro-batches in proportion to their measured compute.
+        // Micro-batches in proportion to their measured compute (in i128: a product of two
+        // step-sized nanosecond counts overflows i64 once steps last seconds).
         for mb in micro_batches {
-            push(SpanKind::Compute, compute * mb.compute() / mb_total, Some(mb.id), &mut spans);
+            let share = i128::from(compute) * i128::from(mb.compute()) / mb_total;
+            push(SpanKind::Compute, Nanos::try_from(share).unwrap_or(compute), Some(mb.id), &mut spans);
         }
     } else {
         push(SpanKind::Compute, compute, None, &mut spans);
@@ -350,6 +364,10 @@ struct Lines {
 impl Lines {
     fn feed(&mut self, chunk: &[u8], mut each: impl FnMut(u64, &[u8])) {
         self.buf.extend_from_slice(chunk);
+        if self.line == 0 && self.buf.starts_with(BOM) {
+            // A UTF-8 byte order mark is not part of the first row, but editors write it.
+            self.buf.drain(..BOM.len());
+        }
         let mut consumed = 0;
         while let Some(nl) = self.buf.get(consumed..).and_then(|rest| rest.iter().position(|&b| b == b'\n')) {
             self.line += 1;

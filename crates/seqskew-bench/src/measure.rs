@@ -1,0 +1,196 @@
+//! The measurements, each run in a child process, and the summary of several runs.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use seqskew_core::analysis::analyze as diagnose;
+use seqskew_core::import::{FileImport, FileIngest, assemble, is_trace_file_name};
+use seqskew_sim::config::{Config, Lengths};
+use seqskew_sim::job::to_job;
+use seqskew_sim::{Simulation, preset};
+use serde::{Deserialize, Serialize};
+
+use crate::generate::{Kind, input};
+
+/// What one child process measured.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Sample {
+    pub seconds: f64,
+    /// Peak resident memory of the process (VmHWM), MiB.
+    pub peak_rss_mib: f64,
+    /// Bytes of content read (decompressed).
+    pub bytes: u64,
+    pub workers: usize,
+    pub steps: usize,
+}
+
+/// The process's peak resident set, MiB (Linux).
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn files_under(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut entries: Vec<PathBuf> =
+                std::fs::read_dir(p).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+            entries.sort();
+            out.extend(
+                entries.into_iter().filter(|e| e.file_name().and_then(|n| n.to_str()).is_some_and(is_trace_file_name)),
+            );
+        } else {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
+/// Reads the files one after another on one thread, as the importer does, and assembles them.
+pub fn ingest(paths: &[PathBuf]) -> Result<(), String> {
+    let files = files_under(paths);
+    let start = Instant::now();
+    let mut imports: Vec<FileImport> = Vec::with_capacity(files.len());
+    let mut buf = vec![0u8; 8 << 20];
+    for path in &files {
+        let mut f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut ingest = FileIngest::new(&path.display().to_string());
+        loop {
+            let n = f.read(&mut buf).map_err(|e| e.to_string())?;
+            if n == 0 {
+                break;
+            }
+            ingest.feed(buf.get(..n).unwrap_or_default());
+        }
+        imports.push(ingest.finish());
+    }
+    let assembled = assemble(&imports);
+    let seconds = start.elapsed().as_secs_f64();
+    let sample = Sample {
+        seconds,
+        peak_rss_mib: peak_rss_mib(),
+        bytes: imports.iter().map(|i| i.stats.bytes).sum(),
+        workers: assembled.job.workers.len(),
+        steps: assembled.job.steps().len(),
+    };
+    println!("{}", serde_json::to_string(&sample).map_err(|e| e.to_string())?);
+    Ok(())
+}
+
+/// Builds a `workers` × `steps` job with the simulator (not timed), then times its diagnosis.
+pub fn analyze(workers: u32, steps: u32) -> Result<(), String> {
+    let base = preset("seqlen-imbalance").unwrap_or_default();
+    let config = Config {
+        dp: workers,
+        pp: 1,
+        steps,
+        micro_batches: 1,
+        tokens_per_micro_batch: 8192,
+        max_len: 8192,
+        reveal: Lengths::Exact,
+        ..base
+    };
+    let sim: Vec<_> = Simulation::new(config.clone(), false).collect();
+    let job = to_job(&config, &sim);
+    drop(sim);
+    let assembled = seqskew_core::import::Assembled { job, diagnostics: Vec::new() };
+    let start = Instant::now();
+    let analysis = diagnose(&assembled, &[]);
+    let seconds = start.elapsed().as_secs_f64();
+    let sample = Sample {
+        seconds,
+        peak_rss_mib: peak_rss_mib(),
+        bytes: 0,
+        workers: assembled.job.workers.len(),
+        steps: analysis.report.job.steps,
+    };
+    println!("{}", serde_json::to_string(&sample).map_err(|e| e.to_string())?);
+    Ok(())
+}
+
+/// Runs this binary with `args` and reads the sample it prints.
+fn child(args: &[String]) -> Result<Sample, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = Command::new(exe).args(args).output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!("{args:?} failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("{args:?}: {e}"))
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Measured {
+    pub what: String,
+    pub size: String,
+    pub runs: Vec<Sample>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Results {
+    pub machine: String,
+    pub ingest: Vec<Measured>,
+    pub analyze: Vec<Measured>,
+    /// The inputs, for the HTA and browser runs: (label, path, uncompressed bytes).
+    pub inputs: Vec<(String, PathBuf, u64)>,
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| s.lines().next().and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()))
+        .map_or(0.0, |kb| kb / 1024.0 / 1024.0);
+    format!("{cpu}, {cores} cores, {mem:.0} GiB")
+}
+
+pub fn run_all(out: &Path, quick: bool) -> Result<(), String> {
+    let data = out.join("data");
+    let sizes: &[(u64, &str)] = if quick { &[(20 << 20, "20 MB")] } else { &[(50 << 20, "50 MB"), (1 << 30, "1 GB")] };
+    let runs = if quick { 2 } else { 3 };
+    let mut results = Results { machine: machine(), ..Results::default() };
+    for &(target, size) in sizes {
+        for kind in Kind::ALL {
+            eprintln!("generating {} ({size})…", kind.name());
+            let (path, bytes) = input(&data, kind, target).map_err(|e| e.to_string())?;
+            results.inputs.push((format!("{} {size}", kind.name()), path.clone(), bytes));
+            let mut m = Measured { what: kind.name().into(), size: size.into(), runs: Vec::new() };
+            for run in 0..runs {
+                eprintln!("  ingest run {}/{runs}", run + 1);
+                m.runs.push(child(&["ingest".into(), path.display().to_string()])?);
+            }
+            results.ingest.push(m);
+        }
+    }
+    let scales: &[(u32, u32)] =
+        if quick { &[(64, 100), (256, 100)] } else { &[(64, 1000), (256, 1000), (1024, 1000), (4096, 1000)] };
+    for &(w, s) in scales {
+        let mut m = Measured { what: "analysis".into(), size: format!("{w} workers × {s} steps"), runs: Vec::new() };
+        for run in 0..runs {
+            eprintln!("analysis {w}×{s} run {}/{runs}", run + 1);
+            m.runs.push(child(&["analyze".into(), w.to_string(), s.to_string()])?);
+        }
+        results.analyze.push(m);
+    }
+    std::fs::create_dir_all(out).map_err(|e| e.to_string())?;
+    let text = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("native.json"), text).map_err(|e| e.to_string())?;
+    eprintln!("wrote {}", out.join("native.json").display());
+    Ok(())
+}

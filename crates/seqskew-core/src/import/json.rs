@@ -1,0 +1,200 @@
+//! A small borrowed JSON scanner for the importers' hot path: one pass over an object's
+//! members, borrowing keys and raw value text, validating only what a caller keeps.
+//!
+//! Traces are mostly fields and events the importers ignore. serde_json validated and walked
+//! every byte of them into structs (about 140 MB/s); the scanner only finds where each value
+//! ends (strings by `memchr`, containers by their brackets), so skipped content costs little.
+//! What is kept is checked where it is used: strings by [`string`], numbers by the number
+//! parsers. serde_json still reads top-level values and the shapes of a few args.
+
+use std::borrow::Cow;
+
+/// Why a scan stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanError {
+    /// The input ended inside the value: more bytes may complete it.
+    Eof,
+    /// The bytes cannot be JSON here.
+    Invalid(&'static str),
+}
+
+fn skip_ws(bytes: &[u8], mut pos: usize) -> usize {
+    while bytes.get(pos).is_some_and(u8::is_ascii_whitespace) {
+        pos += 1;
+    }
+    pos
+}
+
+/// The end (after the closing quote) of the string whose opening quote is at `open`.
+fn string_end(bytes: &[u8], open: usize) -> Result<usize, ScanError> {
+    let mut pos = open + 1;
+    loop {
+        let rest = bytes.get(pos..).ok_or(ScanError::Eof)?;
+        match memchr::memchr2(b'"', b'\\', rest) {
+            None => return Err(ScanError::Eof),
+            Some(i) => {
+                pos += i;
+                if bytes.get(pos) == Some(&b'"') {
+                    return Ok(pos + 1);
+                }
+                // A backslash: skip it and the byte it escapes.
+                pos += 2;
+            }
+        }
+    }
+}
+
+/// The end of the array or object whose opening bracket is at `open`.
+fn container_end(bytes: &[u8], open: usize) -> Result<usize, ScanError> {
+    let mut depth = 0u32;
+    let mut pos = open;
+    while let Some(&b) = bytes.get(pos) {
+        match b {
+            b'"' => {
+                pos = string_end(bytes, pos)?;
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Ok(pos + 1);
+                }
+            }
+            _ => {}
+        }
+        pos += 1;
+    }
+    Err(ScanError::Eof)
+}
+
+/// The end of the number or literal starting at `start`: the next delimiter.
+fn scalar_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
+    let rest = bytes.get(start..).unwrap_or_default();
+    match rest.iter().position(|&b| matches!(b, b',' | b'}' | b']' | b':') || b.is_ascii_whitespace()) {
+        Some(0) => Err(ScanError::Invalid("expected a value")),
+        Some(i) => Ok(start + i),
+        None => Err(ScanError::Eof),
+    }
+}
+
+/// The value starting at `start` (no leading whitespace): its end.
+fn value_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
+    match bytes.get(start) {
+        None => Err(ScanError::Eof),
+        Some(b'"') => string_end(bytes, start),
+        Some(b'{' | b'[') => container_end(bytes, start),
+        Some(_) => scalar_end(bytes, start),
+    }
+}
+
+/// Calls `member(key, raw value)` for each member of the object at `bytes[open]` (`{`), keys
+/// as their raw bytes between the quotes; returns the position after the closing brace.
+pub fn object<'a>(
+    bytes: &'a [u8],
+    open: usize,
+    mut member: impl FnMut(&'a [u8], &'a [u8]),
+) -> Result<usize, ScanError> {
+    if bytes.get(open) != Some(&b'{') {
+        return Err(ScanError::Invalid("expected an object"));
+    }
+    let mut pos = skip_ws(bytes, open + 1);
+    if bytes.get(pos) == Some(&b'}') {
+        return Ok(pos + 1);
+    }
+    loop {
+        match bytes.get(pos) {
+            None => return Err(ScanError::Eof),
+            Some(b'"') => {}
+            Some(_) => return Err(ScanError::Invalid("expected a key")),
+        }
+        let key_end = string_end(bytes, pos)?;
+        let key = bytes.get(pos + 1..key_end - 1).unwrap_or_default();
+        pos = skip_ws(bytes, key_end);
+        match bytes.get(pos) {
+            None => return Err(ScanError::Eof),
+            Some(b':') => {}
+            Some(_) => return Err(ScanError::Invalid("expected ':' after a key")),
+        }
+        let start = skip_ws(bytes, pos + 1);
+        let end = value_end(bytes, start)?;
+        member(key, bytes.get(start..end).unwrap_or_default());
+        pos = skip_ws(bytes, end);
+        match bytes.get(pos) {
+            None => return Err(ScanError::Eof),
+            Some(b',') => pos = skip_ws(bytes, pos + 1),
+            Some(b'}') => return Ok(pos + 1),
+            Some(_) => return Err(ScanError::Invalid("expected ',' or '}' after a value")),
+        }
+    }
+}
+
+/// A raw JSON string (quotes included) as text: borrowed unless it has escapes. Control
+/// characters and invalid UTF-8 are errors, as in JSON.
+pub fn string(raw: &[u8]) -> Result<Cow<'_, str>, &'static str> {
+    let inner = raw.strip_prefix(b"\"").and_then(|r| r.strip_suffix(b"\"")).ok_or("not a string")?;
+    if inner.iter().any(|&b| b < 0x20) {
+        return Err("a control character in a string");
+    }
+    if !inner.contains(&b'\\') {
+        return std::str::from_utf8(inner).map(Cow::Borrowed).map_err(|_| "invalid UTF-8 in a string");
+    }
+    serde_json::from_slice::<String>(raw).map(Cow::Owned).map_err(|_| "a bad escape in a string")
+}
+
+/// A key as it compares: its raw bytes, or decoded when it has escapes.
+pub fn key(raw: &[u8]) -> Cow<'_, [u8]> {
+    if raw.contains(&b'\\') {
+        let quoted = [b"\"", raw, b"\""].concat();
+        if let Ok(decoded) = serde_json::from_slice::<String>(&quoted) {
+            return Cow::Owned(decoded.into_bytes());
+        }
+    }
+    Cow::Borrowed(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(text: &str) -> Result<(Vec<(String, String)>, usize), ScanError> {
+        let mut out = Vec::new();
+        let end = object(text.as_bytes(), 0, |k, v| {
+            out.push((String::from_utf8_lossy(k).into_owned(), String::from_utf8_lossy(v).into_owned()))
+        })?;
+        Ok((out, end))
+    }
+
+    #[test]
+    fn members_borrow_keys_and_raw_values() {
+        let text = r#"{"ph": "X", "args": {"a": [1, {"b": "}"}]}, "ts" :12.5,"s":"q\"}" }, next"#;
+        let (m, end) = members(text).expect("an object");
+        let pairs: Vec<(&str, &str)> = m.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(
+            pairs,
+            vec![("ph", "\"X\""), ("args", r#"{"a": [1, {"b": "}"}]}"#), ("ts", "12.5"), ("s", r#""q\"}""#)]
+        );
+        assert_eq!(text.get(end..), Some(", next"));
+        assert_eq!(members("{}").map(|m| m.1), Ok(2));
+    }
+
+    #[test]
+    fn incomplete_and_invalid_objects() {
+        for cut in [r#"{"ph": "X", "ts": 1"#, r#"{"ph": "X"#, r#"{"ph""#, "{", r#"{"a": [1, 2"#] {
+            assert_eq!(members(cut).map(|m| m.1), Err(ScanError::Eof), "{cut}");
+        }
+        for bad in [r#"{"a" 1}"#, r#"{a: 1}"#, r#"{"a": 1 "b": 2}"#, r#"{"a": , "b": 2}"#, "[1]"] {
+            assert!(matches!(members(bad), Err(ScanError::Invalid(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn strings_are_checked_when_kept() {
+        assert_eq!(string(br#""aten::mm""#), Ok(Cow::Borrowed("aten::mm")));
+        assert_eq!(string(br#""a\"b\u00e9""#), Ok(Cow::Owned("a\"bé".to_owned())));
+        assert!(string(b"\"tab\there\"").is_err());
+        assert!(string(b"\"\xff\"").is_err());
+        assert!(string(b"12").is_err());
+        assert_eq!(key(br"t\u0073").as_ref(), b"ts");
+    }
+}

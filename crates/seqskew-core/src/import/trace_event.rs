@@ -1,0 +1,272 @@
+//! One Chrome-trace event: the fields any importer looks at, borrowed from the buffer and read
+//! with the [`json`](super::json) scanner. Everything else in the event is skipped unread.
+
+use std::borrow::Cow;
+
+use super::json::{self, ScanError};
+use super::numbers::{MICROS, to_duration, to_nanos};
+use crate::diag::{DiagnosticSink, Location, Severity};
+use crate::model::Nanos;
+
+/// A string that borrows from the input unless it had escapes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Str<'a>(pub Cow<'a, str>);
+
+impl Str<'_> {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The raw JSON text of a value, parsed where it is used (numbers exactly, lists by serde).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawText<'a>(&'a str);
+
+impl<'a> RawText<'a> {
+    pub fn get(self) -> &'a str {
+        self.0
+    }
+
+    pub(super) fn of(raw: &'a [u8]) -> Option<Self> {
+        std::str::from_utf8(raw).ok().map(RawText)
+    }
+}
+
+/// `pid`/`tid`: usually integers, sometimes strings ("Spans", "").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Id<'a> {
+    Int(i64),
+    Text(Cow<'a, str>),
+}
+
+impl<'a> Id<'a> {
+    /// A stable integer key: the integer itself, or a hash of the text.
+    pub fn key(&self) -> i64 {
+        match self {
+            Id::Int(i) => *i,
+            Id::Text(t) => {
+                // FNV-1a, folded into the negative range so it cannot collide with real ids.
+                let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+                for b in t.bytes() {
+                    h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+                }
+                -((h >> 2) as i64) - 1
+            }
+        }
+    }
+
+    /// An integer (fractions truncated, beyond i64 saturated) or a string; `None` otherwise.
+    fn of(raw: &'a [u8]) -> Result<Option<Self>, &'static str> {
+        if raw.first() == Some(&b'"') {
+            return json::string(raw).map(|s| Some(Id::Text(s)));
+        }
+        let Ok(text) = std::str::from_utf8(raw) else { return Ok(None) };
+        Ok(text
+            .parse::<i64>()
+            .ok()
+            .or_else(|| text.parse::<u64>().ok().map(|_| i64::MAX))
+            .or_else(|| text.parse::<f64>().ok().filter(|f| f.is_finite()).map(|f| f as i64))
+            .map(Id::Int))
+    }
+}
+
+/// The `args` fields any importer looks at.
+#[derive(Debug, Default)]
+pub struct RawArgs<'a> {
+    /// Metadata events: `process_name`, `thread_name`.
+    pub name: Option<Str<'a>>,
+    pub input_dims: Option<RawText<'a>>,
+    pub concrete_inputs: Option<RawText<'a>>,
+    pub correlation: Option<RawText<'a>>,
+    pub collective_name: Option<Str<'a>>,
+    pub step: Option<RawText<'a>>,
+    pub iteration: Option<RawText<'a>>,
+    pub mb_id: Option<RawText<'a>>,
+    pub microbatch: Option<RawText<'a>>,
+    pub micro_batch: Option<RawText<'a>>,
+    /// Exact sequence lengths, where a writer records them (`[512, 77, ...]`).
+    pub seqlens: Option<RawText<'a>>,
+    pub seq_lens: Option<RawText<'a>>,
+}
+
+impl<'a> RawArgs<'a> {
+    /// The args object's fields of interest; `None` when `args` is not an object.
+    fn of(raw: &'a [u8]) -> Result<Option<Self>, &'static str> {
+        let mut args = RawArgs::default();
+        let mut bad = None;
+        let scanned = json::object(raw, 0, |key, value| {
+            let text = || RawText::of(value);
+            let string = |bad: &mut Option<&'static str>| match json::string(value) {
+                Ok(s) => Some(Str(s)),
+                Err(why) => {
+                    *bad = Some(why);
+                    None
+                }
+            };
+            match json::key(key).as_ref() {
+                b"name" => args.name = string(&mut bad),
+                b"Input Dims" => args.input_dims = text(),
+                b"Concrete Inputs" => args.concrete_inputs = text(),
+                b"correlation" => args.correlation = text(),
+                b"Collective name" => args.collective_name = string(&mut bad),
+                b"step" => args.step = text(),
+                b"iteration" => args.iteration = text(),
+                b"mb_id" => args.mb_id = text(),
+                b"microbatch" => args.microbatch = text(),
+                b"micro_batch" => args.micro_batch = text(),
+                b"seqlens" => args.seqlens = text(),
+                b"seq_lens" => args.seq_lens = text(),
+                _ => {}
+            }
+        });
+        match (scanned, bad) {
+            (_, Some(why)) => Err(why),
+            (Ok(_), None) => Ok(Some(args)),
+            (Err(_), None) => Ok(None),
+        }
+    }
+}
+
+/// One trace event with borrowed strings.
+#[derive(Debug, Default)]
+pub struct RawEvent<'a> {
+    pub ph: Option<Str<'a>>,
+    pub name: Option<Str<'a>>,
+    pub cat: Option<Str<'a>>,
+    pub pid: Option<Id<'a>>,
+    pub tid: Option<Id<'a>>,
+    pub ts: Option<RawText<'a>>,
+    pub dur: Option<RawText<'a>>,
+    pub args: Option<RawArgs<'a>>,
+}
+
+impl<'a> RawEvent<'a> {
+    /// The event object at the start of `bytes` and the bytes it takes. A string the importers
+    /// keep that has control characters or invalid UTF-8 makes the event `Invalid`.
+    pub fn parse(bytes: &'a [u8]) -> Result<(Self, usize), ScanError> {
+        let mut ev = RawEvent::default();
+        let mut bad = None;
+        let end = json::object(bytes, 0, |key, value| {
+            let mut keep = |r: Result<(), &'static str>| {
+                if let Err(why) = r {
+                    bad = Some(why);
+                }
+            };
+            let string = |v: &'a [u8]| json::string(v).map(|s| Some(Str(s)));
+            match json::key(key).as_ref() {
+                b"ph" => keep(string(value).map(|s| ev.ph = s)),
+                b"name" => keep(string(value).map(|s| ev.name = s)),
+                b"cat" => keep(string(value).map(|s| ev.cat = s)),
+                b"pid" => keep(Id::of(value).map(|i| ev.pid = i)),
+                b"tid" => keep(Id::of(value).map(|i| ev.tid = i)),
+                b"ts" => ev.ts = RawText::of(value),
+                b"dur" => ev.dur = RawText::of(value),
+                b"args" => keep(RawArgs::of(value).map(|a| ev.args = a)),
+                _ => {}
+            }
+        })?;
+        match bad {
+            Some(why) => Err(ScanError::Invalid(why)),
+            None => Ok((ev, end)),
+        }
+    }
+
+    pub fn phase(&self) -> &str {
+        self.ph.as_ref().map_or("", Str::as_str)
+    }
+    pub fn name(&self) -> &str {
+        self.name.as_ref().map_or("", Str::as_str)
+    }
+    pub fn cat(&self) -> &str {
+        self.cat.as_ref().map_or("", Str::as_str)
+    }
+
+    /// `ts` (microseconds) in nanoseconds; `None` with a warning when unusable, silently when absent.
+    pub fn start(&self, place: EventPlace, diags: &mut DiagnosticSink) -> Option<Nanos> {
+        match to_nanos(self.ts?.get(), MICROS) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                diags.push(Severity::Warning, place.location(), self.skipped("ts", e.describe()));
+                None
+            }
+        }
+    }
+
+    /// The end of a complete event that starts at `start`: `dur` (0 when absent) later.
+    pub fn end(&self, start: Nanos, place: EventPlace, diags: &mut DiagnosticSink) -> Option<Nanos> {
+        let dur = match self.dur.map(|d| to_duration(d.get(), MICROS)) {
+            Some(Ok(d)) => d,
+            Some(Err(e)) => {
+                diags.push(Severity::Warning, place.location(), self.skipped("dur", e.describe()));
+                return None;
+            }
+            None => 0,
+        };
+        let end = start.checked_add(dur);
+        if end.is_none() {
+            diags.push(Severity::Warning, place.location(), self.skipped("dur", "ends beyond the clock's range"));
+        }
+        end
+    }
+
+    fn skipped(&self, field: &str, why: &str) -> String {
+        format!("\"{}\" has a {field} that {why}; event skipped", self.name())
+    }
+}
+
+/// Where an event came from, for diagnostics.
+#[derive(Clone, Copy, Debug)]
+pub struct EventPlace {
+    pub offset: u64,
+}
+
+impl EventPlace {
+    pub fn location(self) -> Option<Location> {
+        Some(Location::Byte(self.offset))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_keep_what_importers_read() {
+        let text = br#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": "Spans", "ts": 1.5,
+            "dur": 2, "extra": {"deep": [1, 2, {"x": "}"}]}, "args": {"correlation": 42, "Input Dims": [[1, 2]],
+            "Collective name": "allreduce", "other": null}} tail"#;
+        let (ev, used) = RawEvent::parse(text).expect("an event");
+        assert_eq!(text.get(used..), Some(&b" tail"[..]));
+        assert_eq!((ev.phase(), ev.cat(), ev.name()), ("X", "cpu_op", "aten::mm"));
+        assert_eq!(ev.pid, Some(Id::Int(7)));
+        assert_eq!(ev.tid, Some(Id::Text(Cow::Borrowed("Spans"))));
+        assert_eq!((ev.ts.map(RawText::get), ev.dur.map(RawText::get)), (Some("1.5"), Some("2")));
+        let args = ev.args.expect("args");
+        assert_eq!(args.correlation.map(RawText::get), Some("42"));
+        assert_eq!(args.input_dims.map(RawText::get), Some("[[1, 2]]"));
+        assert_eq!(args.collective_name.map(|s| s.0.into_owned()), Some("allreduce".into()));
+    }
+
+    #[test]
+    fn ids_of_every_shape() {
+        fn id(raw: &str) -> Result<Option<Id<'_>>, &'static str> {
+            Id::of(raw.as_bytes())
+        }
+        assert_eq!(id("12"), Ok(Some(Id::Int(12))));
+        assert_eq!(id("-3"), Ok(Some(Id::Int(-3))));
+        assert_eq!(id("18446744073709551615"), Ok(Some(Id::Int(i64::MAX))));
+        assert_eq!(id("7.9"), Ok(Some(Id::Int(7))));
+        assert_eq!(id("true"), Ok(None));
+        assert!(id("\"a\tb\"").is_err());
+        assert!(Id::Text(Cow::Borrowed("Spans")).key() < 0);
+        assert_eq!(Id::Int(7).key(), 7);
+    }
+
+    #[test]
+    fn bad_kept_strings_make_the_event_invalid_and_skipped_ones_do_not() {
+        assert!(matches!(RawEvent::parse(b"{\"name\": \"a\x01\"}"), Err(ScanError::Invalid(_))));
+        assert!(matches!(RawEvent::parse(b"{\"args\": {\"name\": \"\xff\"}}"), Err(ScanError::Invalid(_))));
+        assert!(RawEvent::parse(b"{\"name\": \"a\", \"other\": \"\x01\xff\"}").is_ok());
+        assert_eq!(RawEvent::parse(br#"{"name": "a", "ts": 1"#).map(|e| e.1), Err(ScanError::Eof));
+    }
+}
