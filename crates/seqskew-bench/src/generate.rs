@@ -77,11 +77,14 @@ fn config() -> Config {
     Config { steps: 1_000_000, reveal: Lengths::Exact, ..base }
 }
 
-/// Writes (or reuses) an input of about `target` uncompressed bytes; returns its path (a
-/// directory for per-rank Kineto traces) and the uncompressed bytes.
-pub fn input(data: &Path, kind: Kind, target: u64) -> io::Result<(PathBuf, u64)> {
-    let label = format!("{}-{}mb", kind.slug(), target >> 20);
-    let path = data.join(&label);
+/// Runs `write` (given the path and a byte counter) unless `data/label` is already complete;
+/// returns the path and the uncompressed bytes written.
+fn cached(
+    data: &Path,
+    label: &str,
+    write: impl FnOnce(&Path, &Rc<Cell<u64>>) -> io::Result<()>,
+) -> io::Result<(PathBuf, u64)> {
+    let path = data.join(label);
     let marker = data.join(format!("{label}.complete"));
     if let Ok(text) = std::fs::read_to_string(&marker)
         && let Ok(bytes) = text.trim().parse::<u64>()
@@ -89,43 +92,68 @@ pub fn input(data: &Path, kind: Kind, target: u64) -> io::Result<(PathBuf, u64)>
         return Ok((path, bytes));
     }
     std::fs::create_dir_all(data)?;
-    let config = config();
     let count = Rc::new(Cell::new(0u64));
-    let mut steps = Simulation::new(config.clone(), false);
-    match kind {
-        Kind::Kineto | Kind::KinetoGz => {
-            std::fs::create_dir_all(&path)?;
-            let gz = kind == Kind::KinetoGz;
-            let ext = if gz { "json.gz" } else { "json" };
-            let sinks = (0..config.workers())
-                .map(|r| sink(&path.join(format!("rank{r}.pt.trace.{ext}")), gz, &count))
-                .collect::<io::Result<Vec<_>>>()?;
-            let mut w = KinetoWriter::new(&config, sinks)?;
-            while count.get() < target {
-                let Some(step) = steps.next() else { break };
-                w.step(&step)?;
-            }
-            for mut s in w.finish()? {
-                s.flush()?;
-            }
-        }
-        Kind::Chrome => {
-            let mut w = ChromeWriter::new(&config, sink(&path, false, &count)?)?;
-            while count.get() < target {
-                let Some(step) = steps.next() else { break };
-                w.step(&step)?;
-            }
-            w.finish()?.flush()?;
-        }
-        Kind::StepLog => {
-            let mut out = sink(&path, false, &count)?;
-            while count.get() < target {
-                let Some(step) = steps.next() else { break };
-                write_steplog_jsonl(&to_job(&config, std::slice::from_ref(&step)), &mut out)?;
-            }
-            out.flush()?;
-        }
-    }
+    write(&path, &count)?;
     std::fs::write(&marker, count.get().to_string())?;
     Ok((path, count.get()))
+}
+
+/// Writes (or reuses) an input of about `target` uncompressed bytes; returns its path (a
+/// directory for per-rank Kineto traces) and the uncompressed bytes.
+pub fn input(data: &Path, kind: Kind, target: u64) -> io::Result<(PathBuf, u64)> {
+    let label = format!("{}-{}mb", kind.slug(), target >> 20);
+    cached(data, &label, |path, count| {
+        let config = config();
+        let mut steps = Simulation::new(config.clone(), false);
+        match kind {
+            Kind::Kineto | Kind::KinetoGz => {
+                std::fs::create_dir_all(path)?;
+                let gz = kind == Kind::KinetoGz;
+                let ext = if gz { "json.gz" } else { "json" };
+                let sinks = (0..config.workers())
+                    .map(|r| sink(&path.join(format!("rank{r}.pt.trace.{ext}")), gz, count))
+                    .collect::<io::Result<Vec<_>>>()?;
+                let mut w = KinetoWriter::new(&config, sinks)?;
+                while count.get() < target {
+                    let Some(step) = steps.next() else { break };
+                    w.step(&step)?;
+                }
+                for mut s in w.finish()? {
+                    s.flush()?;
+                }
+            }
+            Kind::Chrome => {
+                let mut w = ChromeWriter::new(&config, sink(path, false, count)?)?;
+                while count.get() < target {
+                    let Some(step) = steps.next() else { break };
+                    w.step(&step)?;
+                }
+                w.finish()?.flush()?;
+            }
+            Kind::StepLog => {
+                let mut out = sink(path, false, count)?;
+                while count.get() < target {
+                    let Some(step) = steps.next() else { break };
+                    write_steplog_jsonl(&to_job(&config, std::slice::from_ref(&step)), &mut out)?;
+                }
+                out.flush()?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// A whole job of `workers` ranks (two pipeline stages) × `steps` as one merged Chrome trace:
+/// what the browser benchmark drops to time a full diagnosis.
+pub fn job(data: &Path, workers: u32, steps: u32) -> io::Result<(PathBuf, u64)> {
+    cached(data, &format!("job-{workers}x{steps}.json"), |path, count| {
+        let base = config();
+        let config = Config { dp: (workers / base.pp.max(1)).max(1), steps, ..base };
+        let mut w = ChromeWriter::new(&config, sink(path, false, count)?)?;
+        for step in Simulation::new(config.clone(), false) {
+            w.step(&step)?;
+        }
+        w.finish()?.flush()?;
+        Ok(())
+    })
 }

@@ -1,21 +1,24 @@
 //! `seqskew-bench`: how fast seqskew reads traces and analyses jobs, natively, on inputs the
 //! simulator generates (nothing is downloaded).
 //!
-//! `seqskew-bench run [--quick] [--out DIR]` generates the inputs (cached under DIR/data),
-//! measures each several times in a fresh child process (so peak memory is the measurement's
-//! own), and writes DIR/native.json; `scripts/bench` adds HTA and the browser and prints the
-//! table. `seqskew-bench ingest PATH` and `seqskew-bench analyze WORKERS STEPS` are the
-//! measurements themselves (one line of JSON each).
+//! `seqskew-bench run [--quick] [--out DIR] [--hta PYTHON SCRIPT]` generates the inputs
+//! (cached under DIR/data), measures each several times in a fresh child process (so peak
+//! memory is the measurement's own), times HTA on the Kineto inputs with `PYTHON SCRIPT DIR`,
+//! and writes DIR/native.json. `seqskew-bench table DIR` turns DIR/native.json and the browser
+//! run's DIR/browser.json into the Markdown table (DIR/bench.md). `seqskew-bench ingest PATH`
+//! and `seqskew-bench analyze WORKERS STEPS` are the measurements themselves (one line of JSON
+//! each). `scripts/bench` runs it all.
 
 mod generate;
 mod measure;
+mod table;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: seqskew-bench run [--quick] [--out DIR]\n       seqskew-bench ingest PATH...\n       seqskew-bench analyze WORKERS STEPS"
+        "usage: seqskew-bench run [--quick] [--out DIR] [--hta PYTHON SCRIPT]\n       seqskew-bench table DIR\n       seqskew-bench ingest PATH...\n       seqskew-bench analyze WORKERS STEPS"
     );
     ExitCode::from(2)
 }
@@ -29,14 +32,15 @@ fn main() -> ExitCode {
             _ => return usage(),
         },
         Some("run") => {
-            let quick = args.iter().any(|a| a == "--quick");
-            let out = args
-                .iter()
-                .position(|a| a == "--out")
-                .and_then(|i| args.get(i + 1))
-                .map_or_else(|| PathBuf::from("target/bench"), PathBuf::from);
-            measure::run_all(&out, quick)
+            let after = |flag: &str, n: usize| args.iter().position(|a| a == flag).and_then(|i| args.get(i + n));
+            let plan = measure::Plan {
+                out: after("--out", 1).map_or_else(|| PathBuf::from("target/bench"), PathBuf::from),
+                quick: args.iter().any(|a| a == "--quick"),
+                hta: after("--hta", 1).zip(after("--hta", 2)).map(|(p, s)| (PathBuf::from(p), PathBuf::from(s))),
+            };
+            measure::run_all(&plan)
         }
+        Some("table") if args.len() == 2 => table::write(&PathBuf::from(&args[1])),
         _ => return usage(),
     };
     match result {

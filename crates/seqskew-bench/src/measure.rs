@@ -13,10 +13,11 @@ use seqskew_sim::job::to_job;
 use seqskew_sim::{Simulation, preset};
 use serde::{Deserialize, Serialize};
 
-use crate::generate::{Kind, input};
+use crate::generate::{Kind, input, job};
 
 /// What one child process measured.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Sample {
     pub seconds: f64,
     /// Peak resident memory of the process (VmHWM), MiB.
@@ -119,11 +120,18 @@ pub fn analyze(workers: u32, steps: u32) -> Result<(), String> {
 /// Runs this binary with `args` and reads the sample it prints.
 fn child(args: &[String]) -> Result<Sample, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let out = Command::new(exe).args(args).output().map_err(|e| e.to_string())?;
+    program(&exe, args)
+}
+
+/// Runs `exe args` and reads the sample it prints on its last line.
+fn program(exe: &Path, args: &[String]) -> Result<Sample, String> {
+    let out = Command::new(exe).args(args).output().map_err(|e| format!("{}: {e}", exe.display()))?;
     if !out.status.success() {
         return Err(format!("{args:?} failed: {}", String::from_utf8_lossy(&out.stderr)));
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("{args:?}: {e}"))
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).map_err(|e| format!("{args:?}: {e}"))
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -138,8 +146,22 @@ pub struct Results {
     pub machine: String,
     pub ingest: Vec<Measured>,
     pub analyze: Vec<Measured>,
-    /// The inputs, for the HTA and browser runs: (label, path, uncompressed bytes).
+    /// Holistic Trace Analysis on the Kineto inputs (empty without `--hta`).
+    pub hta: Vec<Measured>,
+    /// The inputs, for the browser run: (label, path, uncompressed bytes).
     pub inputs: Vec<(String, PathBuf, u64)>,
+    /// The whole job the browser drops: (label, path, bytes).
+    pub job: Option<(String, PathBuf, u64)>,
+    /// A 4 GB merged Chrome trace, for the browser's refusal check (full runs only).
+    pub huge: Option<(String, PathBuf, u64)>,
+}
+
+/// What `run` measures.
+pub struct Plan {
+    pub out: PathBuf,
+    pub quick: bool,
+    /// `python hta_bench.py`, to time HTA on the Kineto inputs.
+    pub hta: Option<(PathBuf, PathBuf)>,
 }
 
 fn machine() -> String {
@@ -160,10 +182,11 @@ fn machine() -> String {
     format!("{cpu}, {cores} cores, {mem:.0} GiB")
 }
 
-pub fn run_all(out: &Path, quick: bool) -> Result<(), String> {
-    let data = out.join("data");
-    let sizes: &[(u64, &str)] = if quick { &[(20 << 20, "20 MB")] } else { &[(50 << 20, "50 MB"), (1 << 30, "1 GB")] };
-    let runs = if quick { 2 } else { 3 };
+pub fn run_all(plan: &Plan) -> Result<(), String> {
+    let data = plan.out.join("data");
+    let sizes: &[(u64, &str)] =
+        if plan.quick { &[(20 << 20, "20 MB")] } else { &[(50 << 20, "50 MB"), (1 << 30, "1 GB")] };
+    let runs = if plan.quick { 2 } else { 3 };
     let mut results = Results { machine: machine(), ..Results::default() };
     for &(target, size) in sizes {
         for kind in Kind::ALL {
@@ -176,10 +199,30 @@ pub fn run_all(out: &Path, quick: bool) -> Result<(), String> {
                 m.runs.push(child(&["ingest".into(), path.display().to_string()])?);
             }
             results.ingest.push(m);
+            if let (Some((python, script)), Kind::Kineto | Kind::KinetoGz) = (&plan.hta, kind) {
+                // HTA takes minutes per GB: one run of the big inputs.
+                let hta_runs = if target > 100 << 20 { 1 } else { runs };
+                let mut m = Measured { what: kind.name().into(), size: size.into(), runs: Vec::new() };
+                for run in 0..hta_runs {
+                    eprintln!("  HTA run {}/{hta_runs}", run + 1);
+                    let args = [script.display().to_string(), path.display().to_string()];
+                    m.runs.push(Sample { bytes, ..program(python, &args)? });
+                }
+                results.hta.push(m);
+            }
         }
     }
+    let (workers, steps) = if plan.quick { (16, 100) } else { (64, 500) };
+    eprintln!("generating a {workers}×{steps} job…");
+    let (path, bytes) = job(&data, workers, steps).map_err(|e| e.to_string())?;
+    results.job = Some((format!("{workers} ranks × {steps} steps (Chrome trace)"), path, bytes));
+    if !plan.quick {
+        eprintln!("generating a 4 GB Chrome trace…");
+        let (path, bytes) = input(&data, Kind::Chrome, 4 << 30).map_err(|e| e.to_string())?;
+        results.huge = Some(("merged Chrome trace 4 GB".into(), path, bytes));
+    }
     let scales: &[(u32, u32)] =
-        if quick { &[(64, 100), (256, 100)] } else { &[(64, 1000), (256, 1000), (1024, 1000), (4096, 1000)] };
+        if plan.quick { &[(64, 100), (256, 100)] } else { &[(64, 1000), (256, 1000), (1024, 1000), (4096, 1000)] };
     for &(w, s) in scales {
         let mut m = Measured { what: "analysis".into(), size: format!("{w} workers × {s} steps"), runs: Vec::new() };
         for run in 0..runs {
@@ -188,9 +231,10 @@ pub fn run_all(out: &Path, quick: bool) -> Result<(), String> {
         }
         results.analyze.push(m);
     }
-    std::fs::create_dir_all(out).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&plan.out).map_err(|e| e.to_string())?;
     let text = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?;
-    std::fs::write(out.join("native.json"), text).map_err(|e| e.to_string())?;
-    eprintln!("wrote {}", out.join("native.json").display());
+    let path = plan.out.join("native.json");
+    std::fs::write(&path, text).map_err(|e| e.to_string())?;
+    eprintln!("wrote {}", path.display());
     Ok(())
 }

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::value::RawValue;
 
 use super::events::{EventPlace, RawArgs, RawEvent, TraceBuilder};
-use super::names::{collective_op, is_backward, kind_from_words, parse_coords};
+use super::names::{NameCache, collective_op, is_backward, kind_from_words, parse_coords};
 use super::numbers::to_u64;
 use super::timeline::{Piece, bucket, partition};
 use super::trace_event::RawText;
@@ -84,6 +84,43 @@ pub struct ChromeBuilder {
     /// a step argument belong to the step span they start in.
     lengths: Vec<(ThreadKey, FoundLengths)>,
     open: HashMap<ThreadKey, Vec<Open>>,
+    /// What each (category, name) says, by category: a trace has a handful of categories and a
+    /// few thousand names, repeated millions of times.
+    classes: HashMap<Box<str>, NameCache<NameClass>>,
+}
+
+/// What a span's name and category say about it.
+#[derive(Clone, Copy)]
+struct NameClass {
+    step: StepName,
+    kind: SpanKind,
+    direction: Direction,
+    op: Option<CollectiveOp>,
+}
+
+/// Whether a name marks a whole step, and which.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum StepName {
+    No,
+    Numbered(u64),
+    /// "step", "train_step": the step is in the span's arguments.
+    FromArgument,
+}
+
+impl NameClass {
+    fn of(name: &str, cat: &str) -> Self {
+        let kind = kind_from_words(name, cat);
+        let direction = if is_backward(name) {
+            Direction::Backward
+        } else if name.to_ascii_lowercase().contains("forward") || name.contains("fwd") {
+            Direction::Forward
+        } else {
+            Direction::Unknown
+        };
+        let op = matches!(kind, SpanKind::Communication | SpanKind::CollectiveWait)
+            .then(|| collective_op(name).unwrap_or(CollectiveOp::Other));
+        NameClass { step: step_name(name), kind, direction, op }
+    }
 }
 
 impl ChromeBuilder {
@@ -96,25 +133,32 @@ impl ChromeBuilder {
             step_spans: Vec::new(),
             lengths: Vec::new(),
             open: HashMap::new(),
+            classes: HashMap::new(),
+        }
+    }
+
+    fn class(&mut self, name: &str, cat: &str) -> NameClass {
+        if !self.classes.contains_key(cat) {
+            self.classes.insert(cat.into(), NameCache::default());
+        }
+        match self.classes.get_mut(cat) {
+            Some(cache) => cache.get_or(name, |name| NameClass::of(name, cat)),
+            None => NameClass::of(name, cat),
         }
     }
 
     fn add(&mut self, thread: ThreadKey, name: &str, cat: &str, (start, end): (Nanos, Nanos), tags: Tags) {
         let Tags { step, micro_batch } = tags;
-        if let Some(number) = step_span_number(name, step) {
+        let NameClass { step: step_name, kind, direction, op } = self.class(name, cat);
+        let step_span = match step_name {
+            StepName::No => None,
+            StepName::Numbered(n) => Some(n),
+            StepName::FromArgument => step,
+        };
+        if let Some(number) = step_span {
             self.step_spans.push(StepSpan { thread, step: number, start, end });
             return;
         }
-        let kind = kind_from_words(name, cat);
-        let direction = if is_backward(name) {
-            Direction::Backward
-        } else if name.to_ascii_lowercase().contains("forward") || name.contains("fwd") {
-            Direction::Forward
-        } else {
-            Direction::Unknown
-        };
-        let op = matches!(kind, SpanKind::Communication | SpanKind::CollectiveWait)
-            .then(|| collective_op(name).unwrap_or(CollectiveOp::Other));
         self.records.push(Record { thread, start, end, kind, direction, op, step, micro_batch });
     }
 
@@ -129,20 +173,20 @@ impl ChromeBuilder {
 
 /// A span that marks a whole step: "step 12", "iteration 12", "ProfilerStep#12", or a span
 /// named "step"/"train_step" with a step argument.
-fn step_span_number(name: &str, step_arg: Option<u64>) -> Option<u64> {
+fn step_name(name: &str) -> StepName {
     let lower = name.trim().to_ascii_lowercase();
     for prefix in ["profilerstep#", "iteration", "iter", "step", "train_step", "train-step"] {
         if let Some(rest) = lower.strip_prefix(prefix) {
             let rest = rest.trim_start_matches([' ', '#', '_', '-', '=']);
             if rest.is_empty() {
-                return step_arg;
+                return StepName::FromArgument;
             }
             if let Ok(n) = rest.parse::<u64>() {
-                return Some(n);
+                return StepName::Numbered(n);
             }
         }
     }
-    None
+    StepName::No
 }
 
 fn arg_u64(value: Option<RawText<'_>>) -> Option<u64> {
@@ -438,11 +482,11 @@ mod tests {
 
     #[test]
     fn step_span_names() {
-        assert_eq!(step_span_number("ProfilerStep#12", None), Some(12));
-        assert_eq!(step_span_number("iteration 7", None), Some(7));
-        assert_eq!(step_span_number("step", Some(3)), Some(3));
-        assert_eq!(step_span_number("train_step", None), None);
-        assert_eq!(step_span_number("forward-compute", Some(3)), None);
-        assert_eq!(step_span_number("stepper", None), None);
+        assert_eq!(step_name("ProfilerStep#12"), StepName::Numbered(12));
+        assert_eq!(step_name("iteration 7"), StepName::Numbered(7));
+        assert_eq!(step_name("step"), StepName::FromArgument);
+        assert_eq!(step_name("train_step"), StepName::FromArgument);
+        assert_eq!(step_name("forward-compute"), StepName::No);
+        assert_eq!(step_name("stepper"), StepName::No);
     }
 }

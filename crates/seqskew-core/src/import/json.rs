@@ -142,6 +142,11 @@ pub fn string(raw: &[u8]) -> Result<Cow<'_, str>, &'static str> {
     serde_json::from_slice::<String>(raw).map(Cow::Owned).map_err(|_| "a bad escape in a string")
 }
 
+/// A raw number, literal, array or object as text (UTF-8 checked).
+pub fn text(raw: &[u8]) -> Result<Cow<'_, str>, &'static str> {
+    std::str::from_utf8(raw).map(Cow::Borrowed).map_err(|_| "invalid UTF-8")
+}
+
 /// A key as it compares: its raw bytes, or decoded when it has escapes.
 pub fn key(raw: &[u8]) -> Cow<'_, [u8]> {
     if raw.contains(&b'\\') {

@@ -4,8 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::value::RawValue;
-
+use super::json::{self, ScanError};
 use super::numbers::{seconds_to_nanos, to_u64};
 use super::{BOM, ContentParser, ImportStats};
 use crate::diag::{DiagnosticSink, Location, Severity};
@@ -81,6 +80,27 @@ impl Row {
     }
 }
 
+/// A list of lengths: `[12, 40]`, `12 40`, `12;40`, optionally quoted. Hand-rolled because
+/// the lengths are most of a step log's bytes.
+fn parse_lengths(value: &str) -> Option<Vec<u32>> {
+    let list = value.trim_matches('"').trim();
+    let list = list.strip_prefix('[').and_then(|l| l.strip_suffix(']')).unwrap_or(list);
+    let mut lengths = Vec::with_capacity(list.len() / 4);
+    let mut current: Option<u32> = None;
+    for b in list.bytes() {
+        match b {
+            b'0'..=b'9' => {
+                let digit = u32::from(b - b'0');
+                current = Some(current.unwrap_or(0).checked_mul(10)?.checked_add(digit)?);
+            }
+            b',' | b' ' | b';' | b'\t' => lengths.extend(current.take()),
+            _ => return None,
+        }
+    }
+    lengths.extend(current);
+    Some(lengths)
+}
+
 /// Sets one field of a row from its text; `Err` says what is wrong with it.
 fn set_field(row: &mut Row, key: &str, value: &str, seen: &mut (bool, bool)) -> Result<(), String> {
     let value = value.trim();
@@ -109,11 +129,10 @@ fn set_field(row: &mut Row, key: &str, value: &str, seen: &mut (bool, bool)) -> 
         "docs" => row.docs = Some(int(value)?),
         "max_len" => row.max_len = Some(int(value)?),
         "lengths" => {
-            let list = value.trim_matches('"').trim_start_matches('[').trim_end_matches(']');
-            let parsed: Result<Vec<u32>, _> =
-                list.split([',', ' ', ';']).filter(|x| !x.trim().is_empty()).map(|x| x.trim().parse::<u32>()).collect();
-            row.lengths =
-                Some(parsed.map_err(|_| format!("lengths = {value} is not a list of non-negative integers"))?);
+            row.lengths = Some(
+                parse_lengths(value)
+                    .ok_or_else(|| format!("lengths = {value} is not a list of non-negative integers"))?,
+            );
         }
         "v" => row.version = int(value)?,
         _ => {
@@ -397,28 +416,34 @@ impl JsonlParser {
 }
 
 fn parse_jsonl_line(rows: &mut Rows, number: u64, line: &[u8], diags: &mut DiagnosticSink) {
-    if line.iter().all(u8::is_ascii_whitespace) {
+    let Some(open) = line.iter().position(|b| !b.is_ascii_whitespace()) else {
+        return;
+    };
+    let mut fields: Vec<(&[u8], &[u8])> = Vec::with_capacity(16);
+    let scanned = json::object(line, open, |key, value| fields.push((key, value)));
+    let problem = match scanned {
+        Ok(end) if line.get(end..).unwrap_or_default().iter().all(u8::is_ascii_whitespace) => None,
+        Ok(_) => Some("more after the object's closing brace"),
+        Err(ScanError::Eof) => Some("the line ends inside it"),
+        Err(ScanError::Invalid(why)) => Some(why),
+    };
+    if let Some(why) = problem {
+        rows.stats.records += 1;
+        rows.stats.skipped += 1;
+        diags.push(Severity::Warning, Some(Location::Line(number)), format!("not a JSON object: {why}; skipped"));
         return;
     }
-    let fields: BTreeMap<&str, &RawValue> = match serde_json::from_slice(line) {
-        Ok(f) => f,
-        Err(e) => {
-            rows.stats.records += 1;
-            rows.stats.skipped += 1;
-            diags.push(Severity::Warning, Some(Location::Line(number)), format!("not a JSON object: {e}; skipped"));
-            return;
-        }
-    };
     let mut row = Row { line: number, ..Row::default() };
     let mut seen = (false, false);
     for (key, value) in fields {
-        let text = value.get();
-        let text = if text.starts_with('"') {
-            serde_json::from_str::<String>(text).unwrap_or_default()
-        } else {
-            text.to_owned()
+        let key = json::key(key);
+        let text = if value.starts_with(b"\"") { json::string(value) } else { json::text(value) };
+        let field = match (std::str::from_utf8(&key), text) {
+            (Ok(key), Ok(text)) => set_field(&mut row, key, &text, &mut seen),
+            (Err(_), _) => Err("a key that is not UTF-8".to_owned()),
+            (Ok(key), Err(why)) => Err(format!("{key}: {why}")),
         };
-        if let Err(why) = set_field(&mut row, key, &text, &mut seen) {
+        if let Err(why) = field {
             diags.push(Severity::Warning, Some(Location::Line(number)), why);
         }
     }
@@ -555,6 +580,18 @@ mod tests {
         assert!(set_field(&mut row, "lengths", "[12, 40]", &mut seen).is_ok());
         assert_eq!(row.lengths, Some(vec![12, 40]));
         assert!(set_field(&mut row, "lengths", "12 x", &mut seen).is_err());
+        for (text, want) in [
+            ("[]", Some(vec![])),
+            ("\"12;40 7\"", Some(vec![12, 40, 7])),
+            (" [ 1,2 , 3 ] ", Some(vec![1, 2, 3])),
+            ("[4294967295]", Some(vec![u32::MAX])),
+            ("[4294967296]", None),
+            ("[1, -2]", None),
+            ("[1.5]", None),
+            ("[[1]]", None),
+        ] {
+            assert_eq!(parse_lengths(text), want, "{text}");
+        }
         assert!(set_field(&mut row, "step_s", "-1", &mut seen).unwrap_err().contains("negative"));
         assert!(set_field(&mut row, "rank", "99999999999", &mut seen).unwrap_err().contains("too large"));
         assert!(set_field(&mut row, "loss", "2.5", &mut seen).is_ok());
@@ -572,5 +609,30 @@ mod tests {
         }
         lines.finish(|n, l| got.push((n, String::from_utf8_lossy(l).into_owned())));
         assert_eq!(got, vec![(1, "abc".into()), (2, "de".into()), (3, "".into()), (4, "f".into())]);
+    }
+
+    /// Each JSONL line as the reader takes it: (line kept, messages).
+    #[test]
+    fn jsonl_lines_are_objects_or_named_problems() {
+        let cases: [(&str, bool, &[&str]); 7] = [
+            (r#"{"step": 1, "rank": 0, "step_s": 0.5, "loss": NaN}"#, true, &[]),
+            (r#"  {"step": 1, "rank": 0, "host": "n\u00e9", "lengths": [3, 4]}  "#, true, &[]),
+            (r#"{"step": 1, "rank": 0} {"step": 2}"#, false, &["more after the object's closing brace"]),
+            (r#"{"step": 1, "rank": 0, "step_s": 0."#, false, &["the line ends inside it"]),
+            (r#"[1, 2]"#, false, &["expected an object"]),
+            (r#"{"step": 1, "rank": 0, "step_s": "x"}"#, true, &["step_s = x"]),
+            ("{\"step\": 1, \"rank\": 0, \"host\": \"a\tb\"}", true, &["host: a control character"]),
+        ];
+        for (line, kept, messages) in cases {
+            let mut rows = Rows::default();
+            let mut diags = DiagnosticSink::new("log.jsonl");
+            parse_jsonl_line(&mut rows, 1, line.as_bytes(), &mut diags);
+            let got: Vec<String> = diags.finish().into_iter().map(|d| d.message).collect();
+            assert_eq!(rows.stats.skipped == 0, kept, "{line}: {got:?}");
+            assert_eq!(got.len(), messages.len(), "{line}: {got:?}");
+            for (m, want) in got.iter().zip(messages) {
+                assert!(m.contains(want), "{line}: {m} lacks {want}");
+            }
+        }
     }
 }
