@@ -649,8 +649,50 @@ fn a_broken_file_does_not_spoil_a_good_one() {
     }
 }
 
+/// A file whose events would not fit the memory one file may take (the browser's limit) is
+/// given up with a message that says so and what to do, in every format; the file is not read
+/// on (`is_rejected`), and a small file under the same limit is untouched.
+#[test]
+fn a_file_over_the_memory_limit_is_given_up_clearly() {
+    let many_events: String = (0..2_000)
+        .map(|i| {
+            format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 1, "ts": {i}, "dur": 1}},"#)
+        })
+        .collect();
+    // Without the Kineto category, which would make the sniffer call it Kineto.
+    let chrome_events = many_events.replace(r#""cat": "cpu_op", "#, "");
+    let chrome = CHROME.replace(r#""traceEvents": ["#, &format!(r#""traceEvents": [{chrome_events}"#));
+    let rows: String =
+        (0..2_000).map(|i| format!("{{\"step\": {i}, \"rank\": 0, \"step_s\": 1.0, \"lengths\": [5, 6]}}\n")).collect();
+    let cases = [
+        ("big.pt.trace.json", kineto_plus(many_events.trim_end_matches(','))),
+        ("big.json", chrome.into_bytes()),
+        ("big.jsonl", rows.into_bytes()),
+    ];
+    for (name, bytes) in cases {
+        let mut over = FileIngest::new(name).with_memory_limit(16 << 10);
+        for chunk in bytes.chunks(4096) {
+            over.feed(chunk);
+        }
+        assert!(over.is_rejected(), "{name}: still reading");
+        let import = over.finish();
+        assert!(import.workers.is_empty(), "{name}: {}", listing(&import));
+        let errors: Vec<&str> =
+            import.diagnostics.iter().filter(|d| d.severity == Severity::Error).map(|d| d.message.as_str()).collect();
+        assert!(
+            errors.len() == 1
+                && errors.iter().all(|m| m.starts_with("too large to analyse here") && m.contains("seqskew summarize")),
+            "{name}: {errors:?}"
+        );
+        let mut under = FileIngest::new(name).with_memory_limit(64 << 20);
+        under.feed(&bytes);
+        let import = under.finish();
+        assert!(import.is_usable(), "{name}: {}", listing(&import));
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
-// Bugs: each of these fails today (see docs/fuzzing.md); they pass once the importer is fixed.
+// Regressions: bugs found by these tests and by fuzzing, all fixed (see docs/fuzzing.md).
 // ---------------------------------------------------------------------------------------------
 
 /// steplog.rs `schematic_spans`: `compute * mb.compute() / mb_total` multiplies two step-sized

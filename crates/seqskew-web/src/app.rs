@@ -134,7 +134,7 @@ pub fn app() -> Html {
             };
             let mut slot = bridge.borrow_mut();
             // A crashed worker is replaced; a busy one is told to drop its job.
-            if state.error.is_some() || slot.is_none() {
+            if state.worker_crashed || slot.is_none() {
                 *slot = Some(spawn_worker(state.dispatcher()));
             }
             if let (Some(b), Some(loading)) = (slot.as_ref(), state.loading.as_ref()) {
@@ -160,12 +160,12 @@ pub fn app() -> Html {
                     match fetch_src(src).await {
                         Ok(file) => start.emit((Load::Files(vec![file]), Role::Main)),
                         Err(e) => {
-                            state.dispatch(Action::Crashed(format!("could not load the trace named in the link: {e}")))
+                            state.dispatch(Action::Failed(format!("could not load the trace named in the link: {e}")))
                         }
                     }
                 });
             }
-            Some(src) => state.dispatch(Action::Crashed(format!(
+            Some(src) => state.dispatch(Action::Failed(format!(
                 "the link names {src:?}, which is not a relative same-origin URL; it was not loaded"
             ))),
             None => start.emit((Load::Example(EXAMPLE), Role::Main)),
@@ -310,6 +310,12 @@ pub fn start() {
     if let Some(status) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.get_element_by_id("boot-status"))
     {
         status.remove();
+    }
+    // `?bench=timeline…`: the benchmark's timeline-only page instead of the app (see bench.rs).
+    let query = window().and_then(|w| w.location().search().ok()).unwrap_or_default();
+    if let Some((workers, steps)) = crate::bench::timeline_params(&query) {
+        yew::Renderer::<crate::bench::BenchTimeline>::with_props(crate::bench::Props { workers, steps }).render();
+        return;
     }
     yew::Renderer::<App>::new().render();
 }

@@ -2,6 +2,7 @@
 //! analysis worker, which the page starts from the same files (`worker.js` loads them).
 
 pub mod app;
+pub mod bench;
 pub mod components;
 pub mod folders;
 pub mod hash;

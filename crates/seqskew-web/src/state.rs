@@ -29,8 +29,10 @@ pub struct AppState {
     pub loading: Option<Loading>,
     pub main: Option<Rc<JobResult>>,
     pub after: Option<Rc<JobResult>>,
-    /// A visible error banner: worker crashes, unreadable results.
+    /// A visible error banner: worker crashes, unreadable results, refused links.
     pub error: Option<String>,
+    /// The worker died: the next job needs a new one (even once the banner is dismissed).
+    pub worker_crashed: bool,
     /// View, focused step and worker, zoom (mirrored in the URL hash).
     pub nav: HashState,
 }
@@ -51,7 +53,10 @@ pub enum Action {
     Cancelled {
         job: u32,
     },
+    /// The worker died with this panic message.
     Crashed(String),
+    /// Something the page itself could not do (a link's trace), said as is.
+    Failed(String),
     DismissError,
     Show(View),
     FocusStep(Option<u64>),
@@ -68,6 +73,7 @@ impl AppState {
         match action {
             Action::Started { job, role, files, bytes } => {
                 next.current_job = job;
+                next.worker_crashed = false;
                 next.loading = Some(Loading {
                     role,
                     progress: Progress { job, files_total: files, bytes_total: bytes, ..Progress::default() },
@@ -108,10 +114,10 @@ impl AppState {
             }
             Action::Crashed(message) => {
                 next.loading = None;
-                next.error = Some(format!(
-                    "The analysis stopped on an internal error and was restarted; the page still works. Please report: {message}"
-                ));
+                next.error = Some(crash_message(&message));
+                next.worker_crashed = true;
             }
+            Action::Failed(message) => next.error = Some(message),
             Action::DismissError => next.error = None,
             Action::Show(v) => next.nav.view = v,
             Action::FocusStep(s) => next.nav.step = s,
@@ -126,6 +132,21 @@ impl AppState {
             }
         }
         next
+    }
+}
+
+/// What the page says when the worker died: running out of memory (a job too large for the
+/// browser's 4 GiB) is the user's limit to work around, anything else is a bug to report.
+fn crash_message(panic: &str) -> String {
+    if panic.contains("capacity overflow") || panic.contains("memory allocation") {
+        "These files need more memory than the browser gives a page (4 GiB at most), so the analysis \
+         stopped; the page still works. Analyse them with the command line (`seqskew analyze`), or turn \
+         them into a small step log there (`seqskew summarize FILES -o steps.jsonl`) and drop that."
+            .to_owned()
+    } else {
+        format!(
+            "The analysis stopped on an internal error and was restarted; the page still works. Please report: {panic}"
+        )
     }
 }
 
@@ -161,11 +182,27 @@ mod tests {
     }
 
     #[test]
+    fn running_out_of_memory_is_not_called_a_bug() {
+        for panic in ["capacity overflow", "memory allocation of 1073741824 bytes failed"] {
+            let e = crash_message(panic);
+            assert!(e.starts_with("These files need more memory") && e.contains("seqskew analyze"), "{e}");
+        }
+        assert!(crash_message("index out of bounds").contains("Please report: index out of bounds"));
+    }
+
+    #[test]
     fn a_crash_stops_loading_and_shows_an_error() {
         let s = AppState::default().reduce(Action::Started { job: 1, role: Role::Main, files: 0, bytes: 0 });
         let s = s.reduce(Action::Crashed("boom".into()));
         assert!(s.loading.is_none());
         assert!(s.error.as_deref().is_some_and(|e| e.contains("boom")));
-        assert!(s.reduce(Action::DismissError).error.is_none());
+        assert!(s.worker_crashed, "the crashed worker must be replaced");
+        let dismissed = s.reduce(Action::DismissError);
+        assert!(dismissed.error.is_none());
+        assert!(dismissed.worker_crashed, "dismissing the banner does not revive the worker");
+        let restarted = dismissed.reduce(Action::Started { job: 2, role: Role::Main, files: 1, bytes: 1 });
+        assert!(!restarted.worker_crashed);
+        let refused = AppState::default().reduce(Action::Failed("the link names x".into()));
+        assert_eq!((refused.error.as_deref(), refused.worker_crashed), (Some("the link names x"), false));
     }
 }

@@ -7,13 +7,18 @@ use std::cell::RefCell;
 use gloo::worker::{HandlerId, Registrable, Worker, WorkerScope};
 use seqskew_core::analysis::analyze;
 use seqskew_core::diag::{Diagnostic, Severity};
-use seqskew_core::import::{FileImport, FileIngest, assemble};
+use seqskew_core::import::{FileImport, FileIngest, assemble_owned};
 use wasm_bindgen::JsCast;
 
 use crate::protocol::{InputFile, JobResult, JsCodec, Progress, Request, Response, encode_result};
 
 /// Bytes read per slice: large enough to amortise the call, small enough to stay responsive.
 pub const SLICE_BYTES: u64 = 32 << 20;
+
+/// Memory one file's importer may hold before the file is given up with a clear message. The
+/// worker's WebAssembly memory is 4 GiB at most; the file's model, the other files' and the
+/// analysis need the rest. (A merged Chrome trace holds about half its size until its end.)
+pub const FILE_MEMORY_LIMIT: usize = 1 << 30;
 
 thread_local! {
     /// Where a panic is reported: the scope and the bridge of the job being run.
@@ -154,7 +159,8 @@ impl RunningJob {
         let Some(file) = self.files.get(self.index) else {
             return false;
         };
-        let ingest = self.ingest.get_or_insert_with(|| FileIngest::new(&file.name));
+        let ingest =
+            self.ingest.get_or_insert_with(|| FileIngest::new(&file.name).with_memory_limit(FILE_MEMORY_LIMIT));
         let end = (self.offset + self.slice_bytes).min(file.size);
         let read = if self.offset < end && !ingest.is_rejected() {
             read_slice(&file.blob, self.offset, end)
@@ -199,8 +205,8 @@ impl RunningJob {
     }
 
     fn finish(self) -> JobResult {
-        let assembled = assemble(&self.imports);
         let files: Vec<_> = self.imports.iter().map(FileImport::summary).collect();
+        let assembled = assemble_owned(self.imports);
         let job = &assembled.job;
         let analysis = (!job.workers.is_empty()).then(|| analyze(&assembled, &files));
         let timeline = (!job.workers.is_empty()).then(|| seqskew_plot::timeline::timeline_data(job));

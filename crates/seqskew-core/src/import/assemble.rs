@@ -35,30 +35,38 @@ pub fn shift_worker(worker: &mut Worker, delta: Nanos) {
     }
 }
 
-/// Merges the files' workers into one job.
+/// Merges the files' workers into one job (copying them; see [`assemble_owned`]).
 pub fn assemble(files: &[FileImport]) -> Assembled {
+    assemble_workers(files.iter().flat_map(|f| f.workers.iter().cloned()))
+}
+
+/// [`assemble`], moving the workers out of the files instead of copying them: the browser's
+/// memory never shrinks, so a copy of every worker would raise its peak for good.
+pub fn assemble_owned(files: Vec<FileImport>) -> Assembled {
+    assemble_workers(files.into_iter().flat_map(|f| f.workers))
+}
+
+fn assemble_workers(all: impl Iterator<Item = Worker>) -> Assembled {
     let mut diagnostics = Vec::new();
     let mut by_rank: BTreeMap<u32, Worker> = BTreeMap::new();
     let mut unranked: Vec<Worker> = Vec::new();
-    for file in files {
-        for worker in &file.workers {
-            if worker.steps.is_empty() {
-                continue;
-            }
-            if worker.rank == u32::MAX {
-                unranked.push(worker.clone());
-                continue;
-            }
-            match by_rank.get(&worker.rank) {
-                Some(existing) => diagnostics.push(Diagnostic::new(
-                    Severity::Warning,
-                    &worker.source,
-                    None,
-                    format!("rank {} is also in {}; this copy was ignored", worker.rank, existing.source),
-                )),
-                None => {
-                    by_rank.insert(worker.rank, worker.clone());
-                }
+    for worker in all {
+        if worker.steps.is_empty() {
+            continue;
+        }
+        if worker.rank == u32::MAX {
+            unranked.push(worker);
+            continue;
+        }
+        match by_rank.get(&worker.rank) {
+            Some(existing) => diagnostics.push(Diagnostic::new(
+                Severity::Warning,
+                &worker.source,
+                None,
+                format!("rank {} is also in {}; this copy was ignored", worker.rank, existing.source),
+            )),
+            None => {
+                by_rank.insert(worker.rank, worker);
             }
         }
     }
@@ -248,7 +256,8 @@ mod tests {
     fn merges_reports_duplicates_and_assigns_unknown_ranks() {
         let a = file(vec![worker(1, "a", &[(1, 0)]), worker(u32::MAX, "c", &[(1, 0)])]);
         let b = file(vec![worker(1, "b", &[(1, 0)]), worker(0, "b", &[(1, 0)])]);
-        let out = assemble(&[a, b]);
+        let out = assemble(&[a.clone(), b.clone()]);
+        assert_eq!(assemble_owned(vec![a, b]), out, "moving the workers changes nothing");
         let ranks: Vec<(u32, &str)> = out.job.workers.iter().map(|w| (w.rank, w.source.as_str())).collect();
         assert_eq!(ranks, vec![(0, "b"), (1, "a"), (2, "c")]);
         let messages: Vec<&str> = out.diagnostics.iter().map(|d| d.message.as_str()).collect();

@@ -17,6 +17,7 @@ use super::names::{NameCache, collective_op, is_backward, kind_from_words, parse
 use super::numbers::to_u64;
 use super::timeline::{Piece, bucket, partition};
 use super::trace_event::RawText;
+use super::vec_bytes;
 use crate::diag::{DiagnosticSink, Severity};
 use crate::model::{
     Collective, CollectiveOp, Coords, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep,
@@ -208,6 +209,11 @@ fn lengths_of(args: Option<&RawArgs<'_>>) -> Option<Vec<u32>> {
 }
 
 impl TraceBuilder for ChromeBuilder {
+    fn held_bytes(&self) -> usize {
+        // Lengths are few next to events; their lists are not counted.
+        [vec_bytes(&self.records), vec_bytes(&self.step_spans), vec_bytes(&self.lengths)].iter().sum()
+    }
+
     fn wants_top_level(&self, _: &str) -> bool {
         false
     }

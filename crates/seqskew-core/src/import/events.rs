@@ -24,6 +24,8 @@ pub trait TraceBuilder {
     fn event(&mut self, event: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> bool;
     /// End of the document: build the workers.
     fn finish(self, diags: &mut DiagnosticSink) -> Vec<Worker>;
+    /// About how many bytes of memory the builder holds.
+    fn held_bytes(&self) -> usize;
 }
 
 /// Where the reader is in the document.
@@ -339,6 +341,10 @@ impl<B: TraceBuilder> ContentParser for TraceDocument<B> {
         self.base += used as u64;
     }
 
+    fn held_bytes(&self) -> usize {
+        self.buf.capacity().saturating_add(self.builder.held_bytes())
+    }
+
     fn finish(mut self: Box<Self>, diags: &mut DiagnosticSink) -> (Vec<Worker>, ImportStats) {
         let used = self.run(diags, true);
         self.buf.drain(..used);
@@ -475,6 +481,9 @@ mod tests {
             let top = self.top.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";");
             let w = Worker { source: format!("{}|{top}", self.names.join(",")), ..Worker::default() };
             vec![w]
+        }
+        fn held_bytes(&self) -> usize {
+            self.names.len()
         }
     }
 

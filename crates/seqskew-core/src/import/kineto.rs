@@ -13,6 +13,7 @@ use super::names::{NameCache, collective_op, is_attention, is_backend_collective
 use super::numbers::{to_nanos, to_u64};
 use super::timeline::{Piece, bucket, partition};
 use super::trace_event::RawText;
+use super::vec_bytes;
 use crate::diag::{DiagnosticSink, Severity};
 use crate::model::{Collective, CollectiveOp, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep};
 
@@ -530,6 +531,20 @@ fn interval(ev: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) ->
 }
 
 impl TraceBuilder for KinetoBuilder {
+    fn held_bytes(&self) -> usize {
+        [
+            vec_bytes(&self.steps),
+            vec_bytes(&self.gpu_steps),
+            vec_bytes(&self.ops),
+            vec_bytes(&self.kernels),
+            vec_bytes(&self.launches),
+            vec_bytes(&self.attention),
+            vec_bytes(&self.seqlen_marks),
+        ]
+        .iter()
+        .sum()
+    }
+
     fn wants_top_level(&self, key: &str) -> bool {
         matches!(key, "distributedInfo" | "baseTimeNanoseconds" | "host_name" | "hostname")
     }

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::diag::{Diagnostic, DiagnosticSink, Severity};
 use crate::model::Worker;
 
-pub use assemble::{Assembled, assemble, measure_transfers};
+pub use assemble::{Assembled, assemble, assemble_owned, measure_transfers};
 pub use sniff::{Format, sniff};
 pub use steplog::STEPLOG_VERSION;
 pub use timeline::{Piece, partition};
@@ -125,6 +125,13 @@ trait ContentParser {
     fn feed(&mut self, chunk: &[u8], diags: &mut DiagnosticSink);
     /// End of content: turn what was gathered into workers.
     fn finish(self: Box<Self>, diags: &mut DiagnosticSink) -> (Vec<Worker>, ImportStats);
+    /// About how many bytes of memory the parser holds (what it has gathered and its buffers).
+    fn held_bytes(&self) -> usize;
+}
+
+/// The memory a vector's elements take (not what they point to).
+fn vec_bytes<T>(v: &Vec<T>) -> usize {
+    v.capacity().saturating_mul(size_of::<T>())
 }
 
 fn parser_for(format: Format, file: &str) -> Box<dyn ContentParser> {
@@ -159,6 +166,9 @@ pub struct FileIngest {
     content: Content,
     bytes_in: u64,
     bytes: u64,
+    /// Bytes of memory the parser may hold before the file is given up (the browser's
+    /// WebAssembly memory is 4 GiB at most, shared by every file and the analysis).
+    memory_limit: Option<usize>,
 }
 
 impl std::fmt::Debug for FileIngest {
@@ -177,10 +187,18 @@ impl FileIngest {
             content: Content::Sniffing(Vec::new()),
             bytes_in: 0,
             bytes: 0,
+            memory_limit: None,
         }
     }
 
     /// Feeds the next chunk of the file's bytes.
+    /// Gives the file up, with an error naming the limit, once its parser holds more than
+    /// `bytes` of memory: the other files and the page survive it.
+    pub fn with_memory_limit(mut self, bytes: usize) -> Self {
+        self.memory_limit = Some(bytes);
+        self
+    }
+
     pub fn feed(&mut self, chunk: &[u8]) {
         self.bytes_in += chunk.len() as u64;
         if !self.decided_compression {
@@ -230,7 +248,14 @@ impl FileIngest {
         }
         self.bytes += content.len() as u64;
         match &mut self.content {
-            Content::Parsing(_, parser) => parser.feed(content, &mut self.diags),
+            Content::Parsing(_, parser) => {
+                parser.feed(content, &mut self.diags);
+                if let Some(limit) = self.memory_limit
+                    && parser.held_bytes() > limit
+                {
+                    self.give_up_over_limit(limit);
+                }
+            }
             Content::Sniffing(buf) => {
                 buf.extend_from_slice(content);
                 if buf.len() >= SNIFF_BYTES {
@@ -240,6 +265,23 @@ impl FileIngest {
             }
             Content::Rejected => {}
         }
+    }
+
+    fn give_up_over_limit(&mut self, limit: usize) {
+        let gib = |b: f64| b / f64::from(1u32 << 30);
+        self.diags.push(
+            Severity::Error,
+            None,
+            format!(
+                "too large to analyse here: after {:.2} GiB of content its events need more than the {:.1} GiB \
+                 of memory one file may take; analyse it with the command line (`seqskew analyze`), or turn it \
+                 into a small step log there (`seqskew summarize FILE -o steps.jsonl`) and drop that",
+                gib(self.bytes as f64),
+                gib(limit as f64)
+            ),
+        );
+        // Dropping the parser frees what it held.
+        self.content = Content::Rejected;
     }
 
     fn start_parsing(&mut self, sniffed: &[u8]) {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::json::{self, ScanError};
 use super::numbers::{seconds_to_nanos, to_u64};
-use super::{BOM, ContentParser, ImportStats};
+use super::{BOM, ContentParser, ImportStats, vec_bytes};
 use crate::diag::{DiagnosticSink, Location, Severity};
 use crate::model::{
     Collective, CollectiveOp, Coords, KindTotals, MicroBatch, Nanos, SequenceKnowledge, Sequences, Span, SpanKind,
@@ -165,6 +165,8 @@ type StepRows = (Option<Row>, BTreeMap<u32, Row>);
 struct Rows {
     file: String,
     rows: Vec<Row>,
+    /// Sequence lengths the rows hold: most of a step log's memory.
+    lengths_held: usize,
     stats: ImportStats,
     /// Warned once per file about a newer version.
     newer_version: bool,
@@ -203,6 +205,7 @@ impl Rows {
             return;
         }
         self.stats.kept += 1;
+        self.lengths_held += row.lengths.as_ref().map_or(0, Vec::len);
         self.rows.push(row);
     }
 
@@ -450,7 +453,17 @@ fn parse_jsonl_line(rows: &mut Rows, number: u64, line: &[u8], diags: &mut Diagn
     rows.push(row, seen, diags);
 }
 
+impl Rows {
+    fn held_bytes(&self) -> usize {
+        vec_bytes(&self.rows).saturating_add(self.lengths_held.saturating_mul(size_of::<u32>()))
+    }
+}
+
 impl ContentParser for JsonlParser {
+    fn held_bytes(&self) -> usize {
+        self.rows.held_bytes()
+    }
+
     fn feed(&mut self, chunk: &[u8], diags: &mut DiagnosticSink) {
         let rows = &mut self.rows;
         self.lines.feed(chunk, |n, line| parse_jsonl_line(rows, n, line, diags));
@@ -546,6 +559,10 @@ fn parse_csv_line(
 }
 
 impl ContentParser for CsvParser {
+    fn held_bytes(&self) -> usize {
+        self.rows.held_bytes()
+    }
+
     fn feed(&mut self, chunk: &[u8], diags: &mut DiagnosticSink) {
         let (header, rows) = (&mut self.header, &mut self.rows);
         self.lines.feed(chunk, |n, line| parse_csv_line(header, rows, n, line, diags));
