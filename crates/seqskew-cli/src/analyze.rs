@@ -14,6 +14,7 @@ pub enum Output {
     Text,
     Json,
     Markdown,
+    Html,
 }
 
 /// Reads and analyses the inputs. `Err` when nothing in them can be analysed.
@@ -40,6 +41,7 @@ pub fn run(paths: &[PathBuf], output: Output) -> Result<ExitCode, String> {
     match output {
         Output::Json => println!("{}", report.to_json()),
         Output::Markdown | Output::Text => print!("{}", report.to_markdown()),
+        Output::Html => print!("{}", report.to_html()),
     }
     Ok(ExitCode::SUCCESS)
 }

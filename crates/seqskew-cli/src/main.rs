@@ -40,11 +40,14 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Print the report as JSON (schema seqskew.report/1).
-        #[arg(long, conflicts_with = "markdown")]
+        #[arg(long, conflicts_with_all = ["markdown", "html"])]
         json: bool,
         /// Print the report as Markdown (for a wiki page or an issue).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "html")]
         markdown: bool,
+        /// Print the report as one self-contained HTML page (no scripts, no requests).
+        #[arg(long)]
+        html: bool,
     },
     /// Exit 0 when the job's slowdown is within the bound, 1 when it straggles beyond it, 2 when
     /// the input cannot be analysed (for CI).
@@ -126,11 +129,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect { paths, json } => inspect::run(&paths, json),
-        Command::Analyze { paths, json, markdown } => {
+        Command::Analyze { paths, json, markdown, html } => {
             let output = if json {
                 analyze::Output::Json
             } else if markdown {
                 analyze::Output::Markdown
+            } else if html {
+                analyze::Output::Html
             } else {
                 analyze::Output::Text
             };

@@ -15,5 +15,6 @@ pub mod export;
 pub mod import;
 pub mod model;
 pub mod report;
+mod report_html;
 pub mod schedule;
 pub mod text;
