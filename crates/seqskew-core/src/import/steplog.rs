@@ -66,11 +66,12 @@ impl Row {
         TIME_FIELDS.iter().position(|(f, _)| *f == field).and_then(|i| self.times.get(i).copied().flatten())
     }
 
-    fn sequences(&self) -> Sequences {
-        match (&self.lengths, self.tokens, self.docs) {
+    /// The row's sequences, its lengths moved out (they are most of a step log's memory).
+    fn take_sequences(&mut self) -> Sequences {
+        match (self.lengths.take(), self.tokens, self.docs) {
             (Some(l), _, _) => {
                 let knowledge = if self.padded { SequenceKnowledge::DenseShapes } else { SequenceKnowledge::Exact };
-                Sequences::from_lengths(knowledge, l.clone())
+                Sequences::from_lengths(knowledge, l)
             }
             (None, Some(t), Some(d)) => {
                 Sequences::from_bounds(d, t, u32::try_from(self.max_len.unwrap_or(t)).unwrap_or(u32::MAX))
@@ -213,19 +214,18 @@ impl Rows {
         let mut by_rank: BTreeMap<u32, BTreeMap<u64, StepRows>> = BTreeMap::new();
         for row in self.rows {
             let entry = by_rank.entry(row.rank).or_default().entry(row.step).or_default();
-            let duplicate = match row.mb {
-                Some(mb) => entry.1.insert(mb, row.clone()).is_some(),
-                None => entry.0.replace(row.clone()).is_some(),
+            let (line, step, rank, mb) = (row.line, row.step, row.rank, row.mb);
+            let duplicate = match mb {
+                Some(mb) => entry.1.insert(mb, row).is_some(),
+                None => entry.0.replace(row).is_some(),
             };
             if duplicate {
                 diags.push(
                     Severity::Warning,
-                    Some(Location::Line(row.line)),
+                    Some(Location::Line(line)),
                     format!(
-                        "a second row for step {} rank {}{}; it replaced the first",
-                        row.step,
-                        row.rank,
-                        row.mb.map(|m| format!(" micro-batch {m}")).unwrap_or_default()
+                        "a second row for step {step} rank {rank}{}; it replaced the first",
+                        mb.map(|m| format!(" micro-batch {m}")).unwrap_or_default()
                     ),
                 );
             }
@@ -240,7 +240,7 @@ impl Rows {
                     worker.coords = r.coords;
                     worker.host = worker.host.take().or_else(|| r.host.clone());
                 }
-                match build_step(step, row.as_ref(), &mbs, clock, diags) {
+                match build_step(step, row, mbs, clock, diags) {
                     Some(ws) => {
                         clock = ws.start + ws.duration;
                         worker.steps.push(ws);
@@ -259,18 +259,19 @@ impl Rows {
 /// A worker-step from its row and micro-batch rows. Steps without a start follow the previous.
 fn build_step(
     step: u64,
-    row: Option<&Row>,
-    mbs: &BTreeMap<u32, Row>,
+    mut row: Option<Row>,
+    mbs: BTreeMap<u32, Row>,
     clock: Nanos,
     diags: &mut DiagnosticSink,
 ) -> Option<WorkerStep> {
+    let row_sequences = row.as_mut().map(Row::take_sequences);
     let micro_batches: Vec<MicroBatch> = mbs
-        .values()
-        .map(|r| {
+        .into_values()
+        .map(|mut r| {
             let fwd = r.time("fwd_s");
             let bwd = r.time("bwd_s");
             let forward = fwd.or_else(|| r.time("compute_s").filter(|_| bwd.is_none())).unwrap_or(0);
-            let mut sequences = r.sequences();
+            let mut sequences = r.take_sequences();
             sequences.attention = r.time("attn_s");
             MicroBatch {
                 id: r.mb.unwrap_or(0),
@@ -282,7 +283,7 @@ fn build_step(
         })
         .collect();
     let mut totals = KindTotals::default();
-    let given = |field: &str| row.and_then(|r| r.time(field));
+    let given = |field: &str| row.as_ref().and_then(|r| r.time(field));
     for (field, kind) in TIME_FIELDS {
         if let (Some(kind), Some(ns)) = (kind, given(field)) {
             totals.add(kind, ns);
@@ -309,7 +310,7 @@ fn build_step(
         return None;
     }
     if known > duration {
-        let line = row.map(|r| r.line);
+        let line = row.as_ref().map(|r| r.line);
         diags.push(
             Severity::Warning,
             line.map(Location::Line),
@@ -329,7 +330,7 @@ fn build_step(
         sequences.merge(&Sequences { attention: None, ..mb.sequences.clone() });
     }
     if !sequences.is_known() {
-        sequences = row.map(Row::sequences).unwrap_or_default();
+        sequences = row_sequences.unwrap_or_default();
     }
     if attention > 0 {
         sequences.attention = Some(attention);
