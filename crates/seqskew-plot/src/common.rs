@@ -116,6 +116,47 @@ pub fn short(v: f64) -> String {
     s
 }
 
+/// The spacing of the (at most `max`) ticks plotters puts on a linear axis over `range`, which
+/// [`tick_label`] needs to tell them apart; the range's width when it has a single tick.
+pub fn tick_step(range: &std::ops::Range<f64>, max: usize) -> f64 {
+    let ticks = RangedCoordf64::from(range.clone()).key_points(max);
+    match ticks.as_slice() {
+        [a, b, ..] => b - a,
+        _ => range.end - range.start,
+    }
+}
+
+/// A tick label precise enough to tell apart ticks `step` apart (1, 2 or 5 × 10ᵏ): every label of
+/// an axis gets the decimals its step needs, and k/M/G/T only when the step keeps it to one
+/// decimal in those units. Zoomed in on 22.3 s, ticks 1 ms apart read 22300, 22301, …, not
+/// 22.3k each.
+pub fn tick_label(v: f64, step: f64) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    let step = if step.is_finite() && step > 0.0 { step } else { v.abs().max(1.0) };
+    let (scale, suffix) = match v.abs() {
+        a if a >= 1e12 => (1e12, "T"),
+        a if a >= 1e9 => (1e9, "G"),
+        a if a >= 1e6 => (1e6, "M"),
+        a if a >= 1e4 => (1e3, "k"),
+        _ => (1.0, ""),
+    };
+    let (scale, suffix) = if decimals_for(step / scale) <= 1 { (scale, suffix) } else { (1.0, "") };
+    let decimals = decimals_for(step / scale);
+    let scaled = v / scale;
+    // No "-0.0": a value that rounds to zero is zero.
+    let scaled = if (scaled * 10f64.powi(decimals as i32)).round() == 0.0 { 0.0 } else { scaled };
+    format!("{scaled:.decimals$}{suffix}")
+}
+
+/// Decimals that show a multiple of `step` exactly (a step of 1, 2 or 5 × 10ᵏ needs −k).
+fn decimals_for(step: f64) -> usize {
+    // The step comes from differences of floats: 0.1 may be 0.09999999999, not a reason for
+    // another decimal.
+    (-(step.log10() + 1e-6).floor()).clamp(0.0, 12.0) as usize
+}
+
 /// The finite range of `values`, padded by `pad` of its width on each side; a zero-width range
 /// is widened so that it can be drawn. `None` without finite values.
 pub fn padded_range(values: impl IntoIterator<Item = f64>, pad: f64) -> Option<(f64, f64)> {
@@ -189,6 +230,28 @@ mod tests {
         let got: Vec<String> =
             [0.0, 0.25, 1.5, 12.0, 999.0, 32_768.0, 2.5e9, -0.0005, 1e-15].iter().map(|&v| short(v)).collect();
         assert_eq!(got, ["0", "0.25", "1.5", "12", "999", "32.8k", "2.5G", "-0.0005", "0"]);
+    }
+
+    #[test]
+    fn tick_labels_tell_close_ticks_apart() {
+        let labels = |range: std::ops::Range<f64>| -> Vec<String> {
+            let step = tick_step(&range, 8);
+            let ticks = RangedCoordf64::from(range).key_points(8);
+            ticks.iter().map(|&v| tick_label(v, step)).collect()
+        };
+        // Near one step of a long job (ms): every tick differs, and none is "22.3k".
+        assert_eq!(labels(22_300.0..22_310.0), ["22300", "22302", "22304", "22306", "22308", "22310"]);
+        assert_eq!(labels(22_300.0..22_301.0), ["22300.0", "22300.2", "22300.4", "22300.6", "22300.8", "22301.0"]);
+        // Coarse steps keep the short form, with the decimal the step needs.
+        assert_eq!(labels(20_000.0..30_000.0), ["20k", "22k", "24k", "26k", "28k", "30k"]);
+        assert_eq!(labels(22_000.0..24_000.0)[..3], ["22.0k", "22.5k", "23.0k"]);
+        assert_eq!(labels(0.0..200.0), ["0", "50", "100", "150", "200"]);
+        assert_eq!(labels(0.0..1.0)[..3], ["0.0", "0.2", "0.4"]);
+        assert_eq!(tick_step(&(5.0..5.0), 8), 0.0);
+        assert_eq!(tick_label(-0.0001, 0.1), "0.0");
+        assert_eq!(tick_label(3.0, f64::NAN), "3");
+        assert_eq!(tick_label(f64::INFINITY, 1.0), "");
+        assert_eq!(tick_label(2.5e9, 5e8), "2.5G");
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! small, draw-specific data shapes that are cheaper to build once than per frame
 //! ([`TimelineData`], [`PipelineData`]) and the geometry tooltips need ([`hit_test`]).
 //!
-//! The browser draws with `plotters-canvas`'s `CanvasBackend`; native code and the tests draw the
-//! same charts into SVG with [`render_svg`]. Like the core it is pure: no IO, no clock, no
+//! The browser draws with `plotters-canvas`'s `CanvasBackend` (the timeline's spans as one image,
+//! [`timeline_pixels`]); native code and the tests draw the same charts into SVG with
+//! [`render_svg`]. Like the core it is pure: no IO, no clock, no
 //! threads, and it compiles for `wasm32-unknown-unknown`. Plotters is used without its default
 //! features, in particular without `ttf`: text is never rasterised here (the SVG backend writes
 //! `<text>` elements, the canvas asks the browser), so no font files or font-kit are needed.
@@ -28,7 +29,7 @@
 //! | compute against predicted cost | [`compute_vs_cost`] |
 //! | relative work per worker and step | [`heatmap()`] |
 //! | step time (and ideal) per step, one or more runs | [`step_series`] |
-//! | worker timeline with level of detail | [`timeline()`], [`hit_test`] |
+//! | worker timeline with level of detail | [`timeline()`] (on a canvas: [`timeline_with_layer`], [`timeline_pixels`]), [`hit_test`] |
 //! | the 1F1B schedule of one step | [`pipeline()`] |
 
 #![deny(clippy::indexing_slicing)]
@@ -38,6 +39,7 @@ pub mod heatmap;
 mod lod;
 pub mod palette;
 pub mod pipeline;
+mod raster;
 pub mod scatter;
 pub mod series;
 pub mod timeline;
@@ -49,11 +51,13 @@ pub use common::{LineFit, least_squares, pearson, r_label};
 pub use heatmap::{HeatGrid, heatmap, pool_heat};
 pub use pipeline::{PassView, PipelineData, StageRow, pipeline, pipeline_data};
 pub use plotters;
+pub use raster::rasterize;
 pub use scatter::{XAxis, compute_vs_cost, max_vs_mean, step_time_scatter};
 pub use series::step_series;
 pub use timeline::{
-    Hit, Lane, LaneSpan, LaneStep, LaneSummary, PixelRect, PlotRect, TimelineData, TimelineRects, hit_test, timeline,
-    timeline_data, timeline_height, timeline_plot_rect, timeline_rects,
+    Hit, Lane, LaneSpan, LaneStep, LaneSummary, PixelRect, PlotRect, TimelineData, TimelinePixels, TimelineRects,
+    draw_rects, hit_test, timeline, timeline_data, timeline_height, timeline_pixels, timeline_plot_rect,
+    timeline_rects, timeline_with_layer,
 };
 
 /// Draws into an SVG document of `size` pixels held in memory (SVG export, snapshot tests).

@@ -3,11 +3,12 @@
 //!
 //! Level of detail: when the lanes outnumber the pixel rows or the window holds more than
 //! [`DETAIL_SPAN_LIMIT`] spans, each (pixel row, pixel column) gets the kind that dominates four
-//! samples of it (two lanes × two instants when lanes share a row), and runs of equal colour
-//! merge into one rectangle, horizontally and with the equal run of the row above. The work is
-//! bounded by the pixel count (each sample is an amortised O(1) step of a cursor over the
-//! lane's flat, time-sorted spans, and one lookup fills every sample the same span covers),
-//! never by the data: 4096 workers × 1000 steps draws a few hundred rectangles.
+//! samples of it (two lanes × two instants when lanes share a row). The work is bounded by the
+//! pixel count (each sample is an amortised O(1) step of a walk over the lane's flat,
+//! time-sorted spans, or one byte of its summary zoomed out), never by the data. The layer is
+//! rectangles for plotters backends ([`timeline_rects`]: runs of equal colour merged along rows
+//! and down equal runs below, yet still over a hundred thousand for 4096 workers whose steps
+//! differ) or, for a canvas, the same picture as one RGBA image ([`timeline_pixels`]).
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -16,10 +17,11 @@ use serde::{Deserialize, Serialize};
 
 use seqskew_core::model::{Job, Nanos, SpanKind};
 
-use crate::common::{self, DESC_SIZE, Keyed, LABEL_SIZE, anchored, err, short};
+use crate::common::{self, DESC_SIZE, Keyed, LABEL_SIZE, anchored, err};
 use crate::lod::GAP;
 pub use crate::lod::LaneSummary;
 use crate::palette;
+use crate::raster::rasterize;
 
 /// What the timeline draws, built once from the model by [`timeline_data`]. Times are
 /// milliseconds since the job's first step start.
@@ -227,6 +229,8 @@ const LEGEND_H: i32 = 38;
 const MARGIN: i32 = 8;
 const Y_LABEL_W: i32 = 128;
 const X_LABEL_H: i32 = 40;
+/// Time ticks, at most.
+const X_LABELS: usize = 8;
 
 /// Where the lanes are drawn inside an area of a given size, in the area's pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -318,6 +322,15 @@ pub struct TimelineRects {
     pub rects: Vec<PixelRect>,
 }
 
+/// The span layer of a timeline as an RGBA image of the lanes' rectangle, for a canvas.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TimelinePixels {
+    /// True when drawn at the pixel level of detail (dominant kind per pixel).
+    pub aggregated: bool,
+    /// Row by row, 4 bytes a pixel, transparent where no span is (see [`rasterize`]).
+    pub rgba: Vec<u8>,
+}
+
 /// Spans overlapping the window (two binary searches per lane).
 fn spans_in_window(data: &TimelineData, window: (f64, f64)) -> usize {
     data.lanes.iter().map(|l| l.count_in(window)).sum()
@@ -335,206 +348,392 @@ pub fn span_color(span: &LaneSpan) -> RGBColor {
     if span.micro_batch.is_some_and(|m| m % 2 == 1) { palette::darker(base) } else { base }
 }
 
+/// What a window's span layer is computed from.
+struct LayerPlan {
+    window: (f64, f64),
+    geometry: LaneGeometry,
+    /// Pixels per millisecond.
+    scale: f64,
+    /// At the pixel level of detail.
+    aggregated: bool,
+}
+
+impl LayerPlan {
+    /// The plan for `window` in a plot of `plot_size` pixels; `None` when there is nothing to draw.
+    fn new(data: &TimelineData, window: (f64, f64), (width, height): (u32, u32)) -> Option<LayerPlan> {
+        let window = sane_window(window);
+        let geometry = LaneGeometry::new(data.lanes.len(), height);
+        if width == 0 || height == 0 || data.lanes.is_empty() {
+            return None;
+        }
+        let scale = f64::from(width) / (window.1 - window.0);
+        let aggregated = !geometry.one_row_each() || spans_in_window(data, window) > DETAIL_SPAN_LIMIT;
+        Some(LayerPlan { window, geometry, scale, aggregated })
+    }
+
+    /// Calls `row` with each row band of the pixel level of detail, `[y0, y1)`, and the dominant
+    /// value (kind index or [`GAP`]) of each of its `width` columns.
+    fn for_each_row(&self, data: &TimelineData, (width, height): (u32, u32), mut row: impl FnMut(i32, i32, &[u8])) {
+        let mut sampler = RowSampler::default();
+        for band in pixel_rows(self.geometry, height) {
+            let (y0, y1) = lane_rows((band.y0, band.y1));
+            row(y0, y1, sampler.winners(data, band.lanes, self.window.0, 1.0 / self.scale, width as usize));
+        }
+    }
+}
+
 /// The rectangles the timeline draws for `window` in a plot of `plot_size` pixels. Their
 /// number is bounded by the pixel count: at full detail by the (at most [`DETAIL_SPAN_LIMIT`])
-/// spans, else by one rectangle per run of equal colour in each pixel row.
+/// spans, else by one rectangle per run of equal colour in each pixel row, grown downwards over
+/// equal runs of the rows below.
 pub fn timeline_rects(data: &TimelineData, window: (f64, f64), plot_size: (u32, u32)) -> TimelineRects {
-    let (w0, w1) = sane_window(window);
-    let (width, height) = plot_size;
-    let geometry = LaneGeometry::new(data.lanes.len(), height);
-    if width == 0 || height == 0 || data.lanes.is_empty() {
-        return TimelineRects::default();
+    let Some(plan) = LayerPlan::new(data, window, plot_size) else { return TimelineRects::default() };
+    if !plan.aggregated {
+        return TimelineRects { aggregated: false, rects: detailed_rects(data, &plan, plot_size.0) };
     }
-    let scale = f64::from(width) / (w1 - w0);
-    let aggregated = !geometry.one_row_each() || spans_in_window(data, (w0, w1)) > DETAIL_SPAN_LIMIT;
-    let mut rects = Vec::new();
-    if !aggregated {
-        let px = |t: f64| ((t - w0) * scale).round().clamp(0.0, f64::from(width)) as i32;
-        for (i, lane) in data.lanes.iter().enumerate() {
-            let (y0, mut y1) = geometry.band(i);
-            if y1 - y0 >= 4 {
-                y1 -= 1;
-            }
-            let first = rects.len();
-            for span in lane.spans_in((w0, w1)) {
-                let (mut x0, mut x1) = (px(span.start), px(span.end()));
-                if x1 <= x0 {
-                    x1 = x0 + 1;
-                }
-                let color = span_color(span);
-                if let Some(last) = rects.get_mut(first..).and_then(<[PixelRect]>::last_mut) {
-                    if last.color == color && x0 <= last.x1 {
-                        last.x1 = last.x1.max(x1);
-                        continue;
-                    }
-                    x0 = x0.max(last.x1);
-                }
-                if x0 < x1 && x0 < width as i32 {
-                    rects.push(PixelRect { x0, y0, x1: x1.min(width as i32), y1, color });
-                }
-            }
-        }
-        return TimelineRects { aggregated, rects };
-    }
-    // Rows: each lane's band, or each pixel row with the lanes that share it.
-    let rows: Vec<(i32, i32, usize, usize)> = if geometry.one_row_each() {
-        (0..data.lanes.len()).map(|i| (geometry.band(i).0, geometry.band(i).1, i, i + 1)).collect()
-    } else {
-        let n = data.lanes.len();
-        let first_of = |y: i32| ((f64::from(y) / geometry.lane_h).ceil() as usize).min(n);
-        (0..height as i32).map(|y| (y, y + 1, first_of(y), first_of(y + 1))).filter(|r| r.2 < r.3).collect()
+    let mut runs = RunMerger::default();
+    plan.for_each_row(data, plot_size, |y0, y1, values| runs.push_row(y0, y1, values));
+    TimelineRects { aggregated: true, rects: runs.rects }
+}
+
+/// The same layer as an image, `rasterize(&timeline_rects(…).rects, plot_size)` exactly, but at
+/// the pixel level of detail painted straight from each row's dominant kinds: a zoomed-out
+/// 4096-worker timeline has a hundred thousand rectangles, too many to build every frame.
+pub fn timeline_pixels(data: &TimelineData, window: (f64, f64), plot_size: (u32, u32)) -> TimelinePixels {
+    let Some(plan) = LayerPlan::new(data, window, plot_size) else {
+        return TimelinePixels { aggregated: false, rgba: rasterize(&[], plot_size) };
     };
-    let column_time = 1.0 / scale;
-    let mut samples: Vec<Vec<u8>> = Vec::new();
-    let mut winners: Vec<u8> = Vec::new();
-    // Runs of the previous row (indices into `rects`, by x): an equal run directly below
-    // extends its rectangle instead of adding one, so similar workers cost one rectangle.
-    let mut above: Vec<usize> = Vec::new();
-    let mut current: Vec<usize> = Vec::new();
-    for (y0, mut y1, a, b) in rows {
-        if y1 - y0 >= 4 {
-            y1 -= 1;
+    if !plan.aggregated {
+        return TimelinePixels {
+            aggregated: false,
+            rgba: rasterize(&detailed_rects(data, &plan, plot_size.0), plot_size),
+        };
+    }
+    // Transparent, then painted row by row.
+    let mut rgba = rasterize(&[], plot_size);
+    let colors = kind_rgba();
+    plan.for_each_row(data, plot_size, |y0, y1, values| paint_rows(&mut rgba, plot_size.0, y0..y1, values, &colors));
+    TimelinePixels { aggregated: true, rgba }
+}
+
+/// Each value's colour as RGBA: the kinds' colours, transparent for [`GAP`] and anything else.
+fn kind_rgba() -> [[u8; 4]; 256] {
+    let mut colors = [[0; 4]; 256];
+    for (slot, &kind) in colors.iter_mut().zip(SpanKind::ALL.iter()) {
+        let c = palette::kind_color(kind);
+        *slot = [c.0, c.1, c.2, u8::MAX];
+    }
+    colors
+}
+
+/// Paints `rows` of an RGBA image `width` pixels wide in the colours of `values`, one a column.
+fn paint_rows(rgba: &mut [u8], width: u32, rows: std::ops::Range<i32>, values: &[u8], colors: &[[u8; 4]; 256]) {
+    let stride = width as usize * 4;
+    let Ok(first) = usize::try_from(rows.start) else { return };
+    let Some(row) = rgba.get_mut(first * stride..(first + 1) * stride) else { return };
+    for (pixel, &v) in row.as_chunks_mut::<4>().0.iter_mut().zip(values) {
+        *pixel = colors.get(usize::from(v)).copied().unwrap_or_default();
+    }
+    for y in rows.skip(1) {
+        let Ok(y) = usize::try_from(y) else { continue };
+        if (y + 1) * stride <= rgba.len() {
+            rgba.copy_within(first * stride..(first + 1) * stride, y * stride);
         }
-        let sampled: Vec<usize> =
-            if b - a <= 2 { (a..b).collect() } else { vec![a + (b - a) / 4, a + 3 * (b - a) / 4] };
-        let per_column = (4 / sampled.len().max(1)).max(1);
-        samples.resize_with(sampled.len(), Vec::new);
-        for (out, lane) in samples.iter_mut().zip(sampled.iter().filter_map(|&i| data.lanes.get(i))) {
-            sample_lane(lane, w0, column_time / per_column as f64, per_column, width as usize, out);
+    }
+}
+
+/// Every span of the window as its own rectangle (merged with the one before when they touch
+/// and share a colour), at least one pixel wide.
+fn detailed_rects(data: &TimelineData, plan: &LayerPlan, width: u32) -> Vec<PixelRect> {
+    let ((w0, w1), scale, geometry) = (plan.window, plan.scale, plan.geometry);
+    let px = |t: f64| ((t - w0) * scale).round().clamp(0.0, f64::from(width)) as i32;
+    let mut rects = Vec::new();
+    for (i, lane) in data.lanes.iter().enumerate() {
+        let (y0, y1) = lane_rows(geometry.band(i));
+        let first = rects.len();
+        for span in lane.spans_in((w0, w1)) {
+            let (mut x0, mut x1) = (px(span.start), px(span.end()));
+            if x1 <= x0 {
+                x1 = x0 + 1;
+            }
+            let color = span_color(span);
+            if let Some(last) = rects.get_mut(first..).and_then(<[PixelRect]>::last_mut) {
+                if last.color == color && x0 <= last.x1 {
+                    last.x1 = last.x1.max(x1);
+                    continue;
+                }
+                x0 = x0.max(last.x1);
+            }
+            if x0 < x1 && x0 < width as i32 {
+                rects.push(PixelRect { x0, y0, x1: x1.min(width as i32), y1, color });
+            }
         }
-        column_winners(&samples, per_column, width as usize, &mut winners);
-        let mut run: Option<(i32, usize)> = None;
+    }
+    rects
+}
+
+/// The rows a lane's rectangles fill: its band, less a separating row when the band is tall.
+fn lane_rows((y0, y1): (i32, i32)) -> (i32, i32) {
+    if y1 - y0 >= 4 { (y0, y1 - 1) } else { (y0, y1) }
+}
+
+/// Pixel rows `[y0, y1)` showing the lanes `lanes`.
+#[derive(Clone, Debug, PartialEq)]
+struct Row {
+    y0: i32,
+    y1: i32,
+    lanes: std::ops::Range<usize>,
+}
+
+/// The rows of the pixel level of detail: each lane's band when every lane has a pixel row of
+/// its own, else each pixel row with the lanes that share it.
+fn pixel_rows(geometry: LaneGeometry, height: u32) -> Vec<Row> {
+    if geometry.one_row_each() {
+        return (0..geometry.n)
+            .map(|i| {
+                let (y0, y1) = geometry.band(i);
+                Row { y0, y1, lanes: i..i + 1 }
+            })
+            .collect();
+    }
+    let first_of = |y: i32| ((f64::from(y) / geometry.lane_h).ceil() as usize).min(geometry.n);
+    (0..height as i32)
+        .map(|y| Row { y0: y, y1: y + 1, lanes: first_of(y)..first_of(y + 1) })
+        .filter(|r| !r.lanes.is_empty())
+        .collect()
+}
+
+/// The lanes sampled for a row of `lanes`: all of one or two, else two a quarter and three
+/// quarters of the way through (so that a row of many lanes is not always its first one's).
+fn sampled_lanes(lanes: std::ops::Range<usize>) -> impl Iterator<Item = usize> {
+    let n = lanes.len();
+    let picks = if n <= 2 { [lanes.start, lanes.start + 1] } else { [lanes.start + n / 4, lanes.start + 3 * n / 4] };
+    picks.into_iter().take(n)
+}
+
+/// Computes each row's dominant values, reusing its buffers from row to row (a frame samples
+/// hundreds of rows).
+#[derive(Debug, Default)]
+struct RowSampler {
+    samples: [Vec<u8>; 2],
+    winners: Vec<u8>,
+}
+
+impl RowSampler {
+    /// The dominant value (kind index or [`GAP`]) of each of `columns` pixel columns of the
+    /// row showing `lanes`, from four samples per pixel: two instants of each of two lanes, or
+    /// four instants of a lone lane.
+    fn winners(
+        &mut self,
+        data: &TimelineData,
+        lanes: std::ops::Range<usize>,
+        w0: f64,
+        column_time: f64,
+        columns: usize,
+    ) -> &[u8] {
+        let picked: Vec<&Lane> = sampled_lanes(lanes).filter_map(|i| data.lanes.get(i)).collect();
+        let per_column = 4 / picked.len().max(1);
+        let dt = column_time / per_column as f64;
+        let mut per_instant = false;
+        let mut resolutions = [Resolution::PerColumn; 2];
+        for ((lane, out), resolution) in picked.iter().zip(&mut self.samples).zip(&mut resolutions) {
+            *resolution = sample_lane(lane, w0, dt, per_column, columns, out);
+            per_instant |= *resolution == Resolution::PerInstant;
+        }
+        let samples = self.samples.get_mut(..picked.len()).unwrap_or_default();
+        self.winners.clear();
+        if !per_instant {
+            // Each lane is one value per column: two samples of a kind beat two of another on a
+            // tie, so the smaller value wins (a lone lane's value wins outright).
+            match samples {
+                [only] => self.winners.extend_from_slice(only),
+                [a, b] => self.winners.extend(a.iter().zip(b.iter()).map(|(&x, &y)| x.min(y))),
+                _ => self.winners.resize(columns, GAP),
+            }
+            return &self.winners;
+        }
+        for (samples, resolution) in samples.iter_mut().zip(resolutions) {
+            if resolution == Resolution::PerColumn {
+                *samples = samples.iter().flat_map(|&v| std::iter::repeat_n(v, per_column)).collect();
+            }
+        }
+        match samples {
+            [only] => self.winners.extend(only.as_chunks::<4>().0.iter().map(|&c| mode4(c))),
+            [a, b] => {
+                self.winners.resize(columns, GAP);
+                let pairs = a.as_chunks::<2>().0.iter().zip(b.as_chunks::<2>().0);
+                for (w, (&[a0, a1], &[b0, b1])) in self.winners.iter_mut().zip(pairs) {
+                    *w = mode4([a0, a1, b0, b1]);
+                }
+            }
+            _ => self.winners.resize(columns, GAP),
+        }
+        &self.winners
+    }
+}
+
+/// Turns rows of per-column values into rectangles: each run of one kind in a row is a
+/// rectangle, or grows the rectangle of the same run (same columns, same kind) directly above,
+/// so that similar workers cost one rectangle, not one each.
+#[derive(Debug, Default)]
+struct RunMerger {
+    rects: Vec<PixelRect>,
+    /// The previous row's runs of a kind, left to right, and where that row ended.
+    above: Vec<Run>,
+    above_end: i32,
+    current: Vec<Run>,
+}
+
+/// Columns `[x0, x1)` of a row show `value`, drawn by `rects[rect]`.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    x0: i32,
+    x1: i32,
+    value: u8,
+    rect: usize,
+}
+
+impl RunMerger {
+    /// Adds the pixel rows `[y0, y1)` whose columns show `values` (kind indices; [`GAP`] and
+    /// anything else that is no kind draws nothing).
+    fn push_row(&mut self, y0: i32, y1: i32, values: &[u8]) {
+        self.current.clear();
+        let adjacent = self.above_end == y0;
         let mut j = 0;
-        current.clear();
-        for col in 0..=width as usize {
-            let winner = winners.get(col).map_or(usize::MAX, |&k| usize::from(k));
-            if run.is_some_and(|(_, k)| k == winner) {
-                continue;
+        for (x0, x1, value) in runs(values) {
+            let Some(&kind) = SpanKind::ALL.get(usize::from(value)) else { continue };
+            while self.above.get(j).is_some_and(|r| r.x0 < x0) {
+                j += 1;
             }
-            if let Some((x0, k)) = run
-                && let Some(&kind) = SpanKind::ALL.get(k)
-            {
-                let rect = PixelRect { x0, y0, x1: col as i32, y1, color: palette::kind_color(kind) };
-                while above.get(j).and_then(|&i| rects.get(i)).is_some_and(|r| r.x0 < x0) {
-                    j += 1;
+            let same_above = self.above.get(j).filter(|r| adjacent && (r.x0, r.x1, r.value) == (x0, x1, value));
+            let rect = match same_above.and_then(|r| Some((r.rect, self.rects.get_mut(r.rect)?))) {
+                Some((i, grown)) => {
+                    grown.y1 = y1;
+                    i
                 }
-                let below = |r: &PixelRect| (r.x0, r.x1, r.color, r.y1) == (rect.x0, rect.x1, rect.color, rect.y0);
-                match above.get(j).copied().filter(|&i| rects.get(i).is_some_and(below)) {
-                    Some(i) => {
-                        if let Some(r) = rects.get_mut(i) {
-                            r.y1 = rect.y1;
-                        }
-                        current.push(i);
-                    }
-                    None => {
-                        current.push(rects.len());
-                        rects.push(rect);
-                    }
+                None => {
+                    self.rects.push(PixelRect { x0, y0, x1, y1, color: palette::kind_color(kind) });
+                    self.rects.len() - 1
                 }
-            }
-            run = Some((col as i32, winner));
+            };
+            self.current.push(Run { x0, x1, value, rect });
         }
-        std::mem::swap(&mut above, &mut current);
-    }
-    TimelineRects { aggregated, rects }
-}
-
-/// Per column, the dominant value of the lanes' samples (`per_column` each).
-fn column_winners(samples: &[Vec<u8>], per_column: usize, width: usize, winners: &mut Vec<u8>) {
-    winners.clear();
-    let per_column = per_column.max(1);
-    match samples {
-        [] => winners.resize(width, GAP),
-        [only] if per_column == 1 => winners.extend(only.iter().copied().take(width)),
-        _ => {
-            let mut chunks: Vec<std::slice::ChunksExact<'_, u8>> =
-                samples.iter().map(|l| l.chunks_exact(per_column)).collect();
-            // A pixel has at most four samples (two lanes × two instants, or one lane × four).
-            let mut buf = [GAP; 16];
-            for _ in 0..width {
-                let mut len = 0;
-                for it in &mut chunks {
-                    for &k in it.next().unwrap_or_default() {
-                        if let Some(slot) = buf.get_mut(len) {
-                            *slot = k;
-                            len += 1;
-                        }
-                    }
-                }
-                winners.push(mode(buf.get(..len).unwrap_or_default()));
-            }
-        }
+        std::mem::swap(&mut self.above, &mut self.current);
+        self.above_end = y1;
     }
 }
 
-/// The most frequent of a few values (kind indices or [`GAP`]); ties go to the smaller value,
-/// so any kind beats gaps on a tie. Quadratic, for the handful of samples of one pixel.
-fn mode(values: &[u8]) -> u8 {
-    let Some(&first) = values.first() else { return GAP };
-    if values.iter().all(|&k| k == first) {
-        return first;
+/// The runs of equal values, as `(first index, end index, value)`.
+fn runs(values: &[u8]) -> impl Iterator<Item = (i32, i32, u8)> + '_ {
+    let mut x = 0;
+    std::iter::from_fn(move || {
+        let &value = values.get(x)?;
+        let len = values.get(x..).unwrap_or_default().iter().take_while(|&&v| v == value).count();
+        let x0 = x;
+        x += len;
+        Some((x0 as i32, x as i32, value))
+    })
+}
+
+/// The most frequent of a pixel's four samples (kind indices or [`GAP`]); ties go to the
+/// smaller value, so any kind beats gaps on a tie. Branch-free but for the common case of four
+/// equal samples: it runs for every pixel of a zoomed-in 4096-worker timeline.
+#[inline]
+fn mode4(values: [u8; 4]) -> u8 {
+    let [a, b, c, d] = values;
+    if u32::from_ne_bytes(values) == u32::from(a) * 0x0101_0101 {
+        return a;
     }
-    let (mut best, mut most) = (GAP, 0);
-    for &k in values {
-        let n = values.iter().filter(|&&v| v == k).count();
-        if n > most || (n == most && k < best) {
-            (best, most) = (k, n);
-        }
-    }
-    best
+    // Each value's rank: how often it occurs, then the smaller the better. The best rank wins.
+    let rank = |v: u8| {
+        let count = u16::from(v == a) + u16::from(v == b) + u16::from(v == c) + u16::from(v == d);
+        count << 8 | u16::from(u8::MAX - v)
+    };
+    let best = rank(a).max(rank(b)).max(rank(c)).max(rank(d));
+    u8::MAX - (best & 0xFF) as u8
+}
+
+/// How [`sample_lane`] wrote its samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Resolution {
+    /// One per column: every instant of a column has the same value.
+    PerColumn,
+    /// One per instant, `per_column` per column.
+    PerInstant,
 }
 
 /// What is at the `per_column` instants `w0 + (i + 0.5) · dt` in each of `columns` columns of
 /// a lane: the kind's index, [`GAP`] in gaps. Zoomed out, each column reads one byte of the
 /// lane's summary (the level whose buckets are half a column to a column wide) for all its
-/// instants. Zoomed in, one lookup fills every instant the same span (or gap) covers; lookups
-/// walk forward, galloping by binary search over many spans.
-fn sample_lane(lane: &Lane, w0: f64, dt: f64, per_column: usize, columns: usize, out: &mut Vec<u8>) {
-    let n = per_column * columns;
+/// instants, so `out` gets one value per column. Zoomed in, `out` gets one value per instant,
+/// from the spans ([`sample_spans`]).
+fn sample_lane(lane: &Lane, w0: f64, dt: f64, per_column: usize, columns: usize, out: &mut Vec<u8>) -> Resolution {
     out.clear();
-    out.resize(n, GAP);
     let column = dt * per_column as f64;
     if let Some((level, width)) = lane.summary.level_for(column) {
         let (start, end) = (lane.summary.start, lane.summary.end);
         let inverse = 1.0 / width;
-        for (c, slots) in out.chunks_mut(per_column.max(1)).enumerate() {
+        out.extend((0..columns).map(|c| {
             let mid = w0 + (c as f64 + 0.5) * column;
-            if mid < start || mid >= end {
-                continue;
-            }
             // The bucket under the column's centre: buckets are between half a column and a
             // column wide, so this is the dominant kind of about the column.
-            slots.fill(level.get(((mid - start) * inverse) as usize).copied().unwrap_or(GAP));
-        }
-        return;
+            let inside = mid >= start && mid < end;
+            if inside { level.get(((mid - start) * inverse) as usize).copied().unwrap_or(GAP) } else { GAP }
+        }));
+        return Resolution::PerColumn;
     }
+    let n = per_column * columns;
+    out.resize(n, GAP);
     sample_spans(&lane.spans, w0, dt, n, out);
+    Resolution::PerInstant
 }
 
-/// [`sample_lane`] from the spans themselves.
+/// [`sample_lane`] from the spans themselves: each span fills the instants inside it, found
+/// from its ends, and the gap before it is filled with [`GAP`], in order, so that [`fill_run`]
+/// may spill. Spans between two instants are skipped, a few one by one, then by binary search.
 fn sample_spans(spans: &[LaneSpan], w0: f64, dt: f64, n: usize, out: &mut [u8]) {
+    // The first instant at or after time `x` (negative and NaN saturate to 0).
+    let per_dt = 1.0 / dt;
+    let instant_at = |x: f64| (((x - w0) * per_dt - 0.5).ceil() as usize).min(n);
     let mut idx = spans.partition_point(|s| s.end() <= w0 + 0.5 * dt);
+    // Instants before `i` are written.
     let mut i = 0;
+    let mut misses = 0;
+    // Where the span before `idx` ended: a span starting there has no gap before it.
+    let mut last_end = f64::NAN;
     while i < n {
-        let t = w0 + (i as f64 + 0.5) * dt;
-        // Skip the spans that end before t: a few steps, then a binary search.
-        let mut hops = 0;
-        while spans.get(idx).is_some_and(|s| s.end() <= t) {
-            idx += 1;
-            hops += 1;
-            if hops == 4 {
-                idx += spans.get(idx..).map_or(0, |r| r.partition_point(|s| s.end() <= t));
-                break;
-            }
-        }
         let Some(s) = spans.get(idx) else { break };
-        // The span at t, or the gap before it, lasts until `until`.
-        let (value, until) = if s.start <= t { (s.kind as u8, s.end()) } else { (GAP, s.start) };
-        let last = (((until - w0) / dt - 0.5).ceil().max(0.0) as usize).clamp(i + 1, n);
-        if let Some(slots) = out.get_mut(i..last) {
-            slots.fill(value);
+        let end = instant_at(s.end());
+        if end > i {
+            if s.start != last_end {
+                let start = instant_at(s.start).max(i);
+                fill_run(out, i..start, GAP);
+                i = start;
+            }
+            fill_run(out, i..end, s.kind as u8);
+            (i, idx, misses, last_end) = (end, idx + 1, 0, s.end());
+        } else if misses < 4 {
+            (idx, misses, last_end) = (idx + 1, misses + 1, s.end());
+        } else {
+            let t = w0 + (i as f64 + 0.5) * dt;
+            idx += spans.get(idx..).map_or(0, |rest| rest.partition_point(|s| s.end() <= t));
+            (misses, last_end) = (0, f64::NAN);
         }
-        i = last;
+    }
+    out.get_mut(i..).unwrap_or_default().fill(GAP);
+}
+
+/// Sets `out[run]` to `value`, and possibly a few values after it, which the caller writes over
+/// next. Runs of a few instants are most of them zoomed out, and one 8-byte store costs far
+/// less than a general fill (a call into the engine in WebAssembly).
+fn fill_run(out: &mut [u8], run: std::ops::Range<usize>, value: u8) {
+    const SHORT: usize = 8;
+    if run.len() <= SHORT
+        && let Some(chunk) = out.get_mut(run.start..run.start + SHORT)
+    {
+        chunk.copy_from_slice(&[value; SHORT]);
+    } else if let Some(slots) = out.get_mut(run) {
+        slots.fill(value);
     }
 }
 
@@ -553,6 +752,27 @@ pub fn timeline<DB: DrawingBackend>(
     selected_step: Option<u64>,
     initiators: &[(u64, usize)],
 ) -> Result<(), String> {
+    timeline_with_layer(area, lanes, window, selected_step, initiators, |window, plot| {
+        let layer = timeline_rects(lanes, window, (plot.width, plot.height));
+        draw_rects(area, &layer, plot)?;
+        Ok(layer.aggregated)
+    })
+}
+
+/// [`timeline`], with the span layer drawn by `draw_layer` instead of as one plotters element
+/// per rectangle: given the (sanitised) window and where the lanes are, in the area's pixels,
+/// it draws [`timeline_rects`] or [`timeline_pixels`] of this data and window there and says
+/// whether they are aggregated (the legend tells). A canvas draws a zoomed-out 4096-worker
+/// timeline fastest as one image. Everything else is drawn as [`timeline`] draws it, the
+/// background and axes before the layer, the markers, labels and legend after it.
+pub fn timeline_with_layer<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    lanes: &TimelineData,
+    window: (f64, f64),
+    selected_step: Option<u64>,
+    initiators: &[(u64, usize)],
+    draw_layer: impl FnOnce((f64, f64), PlotRect) -> Result<bool, String>,
+) -> Result<(), String> {
     if lanes.lanes.is_empty() {
         return common::empty_chart(area, "Timeline", "No workers");
     }
@@ -564,6 +784,8 @@ pub fn timeline<DB: DrawingBackend>(
     area.fill(&palette::WHITE).map_err(err)?;
     let (unit, unit_name) = time_unit(window);
     let x_desc = format!("Time since job start ({unit_name})");
+    let x_range = window.0 / unit..window.1 / unit;
+    let x_step = common::tick_step(&x_range, X_LABELS);
     let mut chart = ChartBuilder::on(area)
         .margin_top(LEGEND_H + MARGIN)
         .margin_left(MARGIN)
@@ -571,15 +793,15 @@ pub fn timeline<DB: DrawingBackend>(
         .margin_bottom(MARGIN)
         .x_label_area_size(X_LABEL_H)
         .y_label_area_size(Y_LABEL_W)
-        .build_cartesian_2d(window.0 / unit..window.1 / unit, Keyed::new(0.0..1.0, Vec::new()))
+        .build_cartesian_2d(x_range, Keyed::new(0.0..1.0, Vec::new()))
         .map_err(err)?;
     chart
         .configure_mesh()
         .disable_y_mesh()
         .light_line_style(palette::mix(palette::WHITE, palette::BLACK, 0.06))
         .bold_line_style(palette::mix(palette::WHITE, palette::BLACK, 0.12))
-        .x_labels(8)
-        .x_label_formatter(&|v| short(*v))
+        .x_labels(X_LABELS)
+        .x_label_formatter(&|v| common::tick_label(*v, x_step))
         .x_desc(x_desc)
         .y_desc("Worker (rank)")
         .label_style(common::text_style(LABEL_SIZE))
@@ -595,12 +817,9 @@ pub fn timeline<DB: DrawingBackend>(
         (plot.left, plot.top, plot.width, plot.height),
         "timeline_plot_rect disagrees with plotters' layout"
     );
-    let layer = timeline_rects(lanes, window, (plot.width, plot.height));
     let geometry = LaneGeometry::new(lanes.lanes.len(), plot.height);
+    let aggregated = draw_layer(window, plot)?;
     let canvas = chart.plotting_area().strip_coord_spec();
-    for r in &layer.rects {
-        canvas.draw(&Rectangle::new([(r.x0, r.y0), (r.x1, r.y1)], r.color.filled())).map_err(err)?;
-    }
     // Stage separators.
     if lanes.stages > 1 {
         for (i, pair) in lanes.lanes.windows(2).enumerate() {
@@ -654,14 +873,28 @@ pub fn timeline<DB: DrawingBackend>(
         area.draw(&Text::new(lane.label.as_str(), pos, anchored(LABEL_SIZE - 2, HPos::Right, VPos::Center)))
             .map_err(err)?;
     }
-    legend(area, &layer, !initiators.is_empty(), selected_step)
+    legend(area, aggregated, !initiators.is_empty(), selected_step)
+}
+
+/// Draws the span rectangles as plotters elements on `area`, whose lanes are at `plot` (SVG
+/// export, and any backend without a faster way).
+pub fn draw_rects<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    layer: &TimelineRects,
+    plot: PlotRect,
+) -> Result<(), String> {
+    let at = |x: i32, y: i32| (plot.left + x, plot.top + y);
+    for r in &layer.rects {
+        area.draw(&Rectangle::new([at(r.x0, r.y0), at(r.x1, r.y1)], r.color.filled())).map_err(err)?;
+    }
+    Ok(())
 }
 
 /// The legend strip above the lanes (wrapping onto a second line): one swatch per kind, the
 /// initiator dot, the selected step's outline, and how spans are shaded or aggregated.
 fn legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    layer: &TimelineRects,
+    aggregated: bool,
     initiators: bool,
     selected_step: Option<u64>,
 ) -> Result<(), String> {
@@ -679,7 +912,7 @@ fn legend<DB: DrawingBackend>(
     if let Some(step) = selected_step {
         items.push((Swatch::Outline, format!("step {step}")));
     }
-    let note = if layer.aggregated { "dominant kind per pixel" } else { "odd micro-batches darker" };
+    let note = if aggregated { "dominant kind per pixel" } else { "odd micro-batches darker" };
     items.push((Swatch::None, format!("({note})")));
     let style = anchored(LABEL_SIZE - 1, HPos::Left, VPos::Center);
     let right = area.dim_in_pixel().0 as i32 - MARGIN;
@@ -791,6 +1024,13 @@ mod tests {
         assert_eq!(sample(&spans, 0.0, 333.0, 4), [2, 8, 0, 8]);
         assert_eq!(sample(&spans, 496.0, 1.0, 5), [2, 2, 8, 8, 0]);
         assert_eq!(sample(&[], 0.0, 1.0, 3), [8, 8, 8]);
+        // Past the last span: gaps, whatever a short run wrote ahead of itself.
+        assert_eq!(sample(&spans, 995.0, 1.0, 10), [2, 2, 2, 8, 8, 8, 8, 8, 8, 8]);
+        // Many spans between two instants are skipped (by binary search): 0.01 ms spans of
+        // kinds 0, 1, 2, 0, …; the instant at 0.503 ms is in span 50, kind 50 % 3 = 2.
+        let kinds = [SpanKind::Compute, SpanKind::Attention, SpanKind::Communication];
+        let tiny: Vec<LaneSpan> = (0..1000).map(|i| span(f64::from(i) * 0.01, 0.01, kinds[i as usize % 3])).collect();
+        assert_eq!(sample(&tiny, 0.003, 1.0, 12), [2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 8, 8]);
         // Through the lane's summary when zoomed out: whole steps, compute dominates.
         let steps = (0..100).map(|i| {
             let t = f64::from(i) * 10.0;
@@ -800,19 +1040,43 @@ mod tests {
         let lane = Lane::new(0, "rank 0".into(), 0, steps.collect());
         assert!(!lane.summary.levels.is_empty());
         let mut out = Vec::new();
-        sample_lane(&lane, 0.0, 25.0, 2, 10, &mut out);
-        assert_eq!(out, [0; 20]);
-        sample_lane(&lane, 0.0, 1.0, 1, 10, &mut out);
+        assert_eq!(sample_lane(&lane, 0.0, 25.0, 2, 10, &mut out), Resolution::PerColumn);
+        assert_eq!(out, [0; 10]);
+        assert_eq!(sample_lane(&lane, 0.0, 1.0, 1, 10, &mut out), Resolution::PerInstant);
         assert_eq!(out, [0, 0, 0, 0, 0, 2, 2, 2, 8, 8]);
     }
 
     #[test]
+    fn runs_merge_downwards_only_between_touching_rows() {
+        let [c, a] = [SpanKind::Compute as u8, SpanKind::Attention as u8];
+        assert_eq!(runs(&[c, c, a, GAP, GAP]).collect::<Vec<_>>(), [(0, 2, c), (2, 3, a), (3, 5, GAP)]);
+        assert_eq!(runs(&[]).count(), 0);
+        let mut merger = RunMerger::default();
+        merger.push_row(0, 1, &[c, c, a, GAP]);
+        // The same runs in the next row grow the rectangles; a changed run starts its own.
+        merger.push_row(1, 2, &[c, c, a, a]);
+        // After a separating row (3 is skipped), nothing grows.
+        merger.push_row(3, 4, &[c, c, a, a]);
+        let rect = |x0, y0, x1, y1, kind| PixelRect { x0, y0, x1, y1, color: palette::kind_color(kind) };
+        assert_eq!(
+            merger.rects,
+            [
+                rect(0, 0, 2, 2, SpanKind::Compute),
+                rect(2, 0, 3, 1, SpanKind::Attention),
+                rect(2, 1, 4, 2, SpanKind::Attention),
+                rect(0, 3, 2, 4, SpanKind::Compute),
+                rect(2, 3, 4, 4, SpanKind::Attention),
+            ]
+        );
+    }
+
+    #[test]
     fn mode_prefers_kinds_over_gaps_on_ties() {
-        assert_eq!(mode(&[2, 4, 4, 2]), 2);
-        assert_eq!(mode(&[8, 0]), 0);
-        assert_eq!(mode(&[8, 0, 8, 8]), 8);
-        assert_eq!(mode(&[3, 3, 3]), 3);
-        assert_eq!(mode(&[1, 5, 5]), 5);
-        assert_eq!(mode(&[]), GAP);
+        assert_eq!(mode4([2, 4, 4, 2]), 2);
+        assert_eq!(mode4([8, 0, 8, 0]), 0);
+        assert_eq!(mode4([8, 0, 8, 8]), 8);
+        assert_eq!(mode4([3, 3, 3, 3]), 3);
+        assert_eq!(mode4([1, 5, 5, 2]), 5);
+        assert_eq!(mode4([6, 1, 5, 2]), 1);
     }
 }

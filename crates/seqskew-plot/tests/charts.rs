@@ -502,6 +502,51 @@ fn huge_timeline_is_bounded_by_pixels() {
 }
 
 #[test]
+fn timeline_pixels_are_the_rectangles_rasterised() {
+    // The canvas draws timeline_pixels, SVG export timeline_rects: the same picture, at every
+    // level of detail (full detail, lanes with rows of their own, lanes sharing rows).
+    let huge = huge_timeline();
+    let small = timeline_data(&job());
+    let cases = [
+        (&small, small.extent(), (600, 300), false),
+        (&small, (40.0, 130.0), (333, 47), false),
+        (&huge, huge.extent(), (600, 300), true),
+        (&huge, (50_000.0, 50_100.0), (600, 300), true),
+        (&huge, (20_000.0, 53_000.0), (999, 211), true),
+        // A row or two per lane, then bands tall enough to leave a row between lanes.
+        (&huge, (70_000.0, 72_000.0), (300, 9000), true),
+        (&huge, (70_000.0, 72_000.0), (120, 17_000), true),
+        (&huge, (f64::NAN, 5.0), (64, 64), true),
+        (&huge, huge.extent(), (0, 10), false),
+    ];
+    for (data, window, size, aggregated) in cases {
+        let rects = timeline_rects(data, window, size);
+        let pixels = timeline_pixels(data, window, size);
+        assert_eq!((rects.aggregated, pixels.aggregated), (aggregated, aggregated), "{window:?} {size:?}");
+        assert!(pixels.rgba == rasterize(&rects.rects, size), "{window:?} {size:?}: the pixels differ");
+        // Not trivially: something is drawn wherever there are pixels.
+        assert_eq!(pixels.rgba.iter().any(|&b| b != 0), size.0 * size.1 > 0, "{window:?} {size:?}");
+    }
+}
+
+#[test]
+fn a_custom_layer_gets_the_lanes_rectangle_and_names_the_level_of_detail() {
+    let data = timeline_data(&job());
+    let mut got = None;
+    let svg = render_svg(SIZE, |a| {
+        timeline_with_layer(a, &data, (f64::NAN, 150.0), None, &[], |window, plot| {
+            got = Some((window, plot));
+            Ok(true)
+        })
+    })
+    .unwrap();
+    assert_eq!(got, Some(((0.0, 150.0), timeline_plot_rect(SIZE))));
+    // The layer said it aggregated: the legend says so, and no span was drawn.
+    assert!(has_text(&svg, "(dominant kind per pixel)"));
+    assert!(count(&svg, "rect") < 20, "{}", count(&svg, "rect"));
+}
+
+#[test]
 fn timeline_layout_matches_plotters_at_any_size() {
     // timeline() debug-asserts that hit_test's rectangle is plotters' plotting area.
     let data = timeline_data(&job());

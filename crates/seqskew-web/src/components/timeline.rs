@@ -1,13 +1,19 @@
 //! The per-rank timeline: zoom (wheel, +/−), pan (drag, arrow keys), hover tooltips, click a
-//! step to focus every view on it. Drawing is level-of-detail (seqskew-plot), so a frame stays
-//! cheap at 4096 workers × 1000 steps.
+//! step to focus every view on it. Drawing is level-of-detail (seqskew-plot), and the span
+//! rectangles reach the canvas as one image, so a frame stays cheap at 4096 workers × 1000 steps.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use plotters_canvas::CanvasBackend;
 use seqskew_core::analysis::views::Views;
 use seqskew_plot::plotters::prelude::*;
-use seqskew_plot::{TimelineData, hit_test, timeline, timeline_plot_rect};
+use seqskew_plot::{
+    PlotRect, TimelineData, draw_rects, hit_test, timeline, timeline_pixels, timeline_plot_rect, timeline_rects,
+    timeline_with_layer,
+};
+use wasm_bindgen::{Clamped, JsCast, JsValue};
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData};
 use yew::prelude::*;
 
 use crate::app::{download, download_url};
@@ -44,6 +50,73 @@ fn clamp(window: (f64, f64), extent: (f64, f64)) -> (f64, f64) {
     let width = (window.1 - window.0).min(extent.1 - extent.0);
     let left = window.0.clamp(extent.0, extent.1 - width);
     (left, left + width)
+}
+
+/// Sizes `canvas` to `size` pixels. Only when they differ: setting a canvas's size, even to
+/// the same value, reallocates and clears it.
+fn fit_canvas(canvas: &HtmlCanvasElement, (width, height): (u32, u32)) {
+    if canvas.width() != width {
+        canvas.set_width(width);
+    }
+    if canvas.height() != height {
+        canvas.set_height(height);
+    }
+}
+
+fn context_2d(canvas: &HtmlCanvasElement) -> Result<CanvasRenderingContext2d, JsValue> {
+    let context = canvas.get_context("2d")?.ok_or_else(|| JsValue::from_str("no 2d context"))?;
+    context.dyn_into().map_err(JsValue::from)
+}
+
+/// Draws an RGBA image of the lanes' rectangle ([`timeline_pixels`]) at its place on `target`.
+/// The image goes through `scratch` because `putImageData` replaces pixels where `drawImage`
+/// blends them: the grid drawn before shows through the gaps, as when each rectangle is drawn
+/// on its own.
+fn blit_layer(
+    target: &CanvasRenderingContext2d,
+    scratch: &HtmlCanvasElement,
+    rgba: &[u8],
+    plot: PlotRect,
+) -> Result<(), JsValue> {
+    let image = ImageData::new_with_u8_clamped_array_and_sh(Clamped(rgba), plot.width, plot.height)?;
+    fit_canvas(scratch, (plot.width, plot.height));
+    context_2d(scratch)?.put_image_data(&image, 0.0, 0.0)?;
+    target.draw_image_with_html_canvas_element(scratch, f64::from(plot.left), f64::from(plot.top))
+}
+
+/// An off-page canvas for [`blit_layer`], made once and kept.
+fn scratch_canvas(kept: &RefCell<Option<HtmlCanvasElement>>) -> Result<HtmlCanvasElement, JsValue> {
+    if let Some(c) = kept.borrow().as_ref() {
+        return Ok(c.clone());
+    }
+    let canvas: HtmlCanvasElement = gloo::utils::document().create_element("canvas")?.dyn_into()?;
+    *kept.borrow_mut() = Some(canvas.clone());
+    Ok(canvas)
+}
+
+/// Draws the timeline on `canvas`, its spans as one image (plotters' rectangles if that fails).
+fn draw_on_canvas(
+    canvas: &HtmlCanvasElement,
+    scratch: &RefCell<Option<HtmlCanvasElement>>,
+    data: &TimelineData,
+    window: (f64, f64),
+    selected: Option<u64>,
+    initiators: &[(u64, usize)],
+) -> Result<(), String> {
+    let context = context_2d(canvas).map_err(|e| format!("{e:?}"))?;
+    let area = CanvasBackend::with_canvas_object(canvas.clone()).ok_or("no 2d context")?.into_drawing_area();
+    timeline_with_layer(&area, data, window, selected, initiators, |window, plot| {
+        let layer = timeline_pixels(data, window, (plot.width, plot.height));
+        match scratch_canvas(scratch).and_then(|s| blit_layer(&context, &s, &layer.rgba, plot)) {
+            Ok(()) => Ok(layer.aggregated),
+            Err(e) => {
+                web_sys::console::warn_1(&format!("timeline: drawing the spans one by one ({e:?})").into());
+                let rects = timeline_rects(data, window, (plot.width, plot.height));
+                draw_rects(&area, &rects, plot).map(|()| rects.aggregated)
+            }
+        }
+    })?;
+    area.present().map_err(|e| e.to_string())
 }
 
 /// What the tooltip says about a hit.
@@ -101,6 +174,7 @@ pub fn timeline_view(props: &Props) -> Html {
             }
         });
     }
+    let scratch = use_mut_ref(|| None::<HtmlCanvasElement>);
     {
         let canvas = canvas.clone();
         let data = props.data.clone();
@@ -108,19 +182,12 @@ pub fn timeline_view(props: &Props) -> Html {
         let size = size.clone();
         let selected = state.nav.step;
         use_effect_with((props.data.clone(), *window, selected), move |(_, w, selected)| {
-            if let Some(c) = canvas.cast::<web_sys::HtmlCanvasElement>() {
-                let width = canvas_width(&c);
-                let height = height_for(data.0.lanes.len());
-                c.set_width(width);
-                c.set_height(height);
-                *size.borrow_mut() = (width, height);
-                if let Some(backend) = CanvasBackend::with_canvas_object(c) {
-                    let area = backend.into_drawing_area();
-                    if let Err(e) = timeline(&area, &data.0, *w, *selected, &initiators)
-                        .and_then(|()| area.present().map_err(|e| e.to_string()))
-                    {
-                        web_sys::console::warn_1(&format!("timeline: {e}").into());
-                    }
+            if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
+                let canvas_size = (canvas_width(&c), height_for(data.0.lanes.len()));
+                fit_canvas(&c, canvas_size);
+                *size.borrow_mut() = canvas_size;
+                if let Err(e) = draw_on_canvas(&c, &scratch, &data.0, *w, *selected, &initiators) {
+                    web_sys::console::warn_1(&format!("timeline: {e}").into());
                 }
             }
         });
@@ -234,7 +301,7 @@ pub fn timeline_view(props: &Props) -> Html {
     let png = {
         let canvas = canvas.clone();
         Callback::from(move |_: MouseEvent| {
-            if let Some(url) = canvas.cast::<web_sys::HtmlCanvasElement>().and_then(|c| c.to_data_url().ok()) {
+            if let Some(url) = canvas.cast::<HtmlCanvasElement>().and_then(|c| c.to_data_url().ok()) {
                 download_url("timeline.png", &url);
             }
         })
