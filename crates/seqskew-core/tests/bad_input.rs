@@ -695,6 +695,25 @@ fn a_file_over_the_memory_limit_is_given_up_clearly() {
 // Regressions: bugs found by these tests and by fuzzing, all fixed (see docs/fuzzing.md).
 // ---------------------------------------------------------------------------------------------
 
+/// Found by fuzzing (kineto, 2026-11-30): a top-level number cut by a chunk boundary
+/// (`"baseTimeNanoseconds": 17` + `00000000000000000`) was read as the part that had arrived,
+/// shifting every time by a factor of 10ⁿ depending on the chunking.
+#[test]
+fn a_top_level_number_split_across_chunks() {
+    // Past the first KiB, which the sniffer gathers before any parsing.
+    let padding = format!(r#""traceName": "{}","#, "x".repeat(2000));
+    let bytes = kineto_with(&format!("{padding}{RANK3}"), STEP_EVENTS);
+    let text = String::from_utf8_lossy(&bytes);
+    let cut = text.find("1700000000000000000").map(|i| i + 2).expect("the base time");
+    let whole = import_bytes("rank3.pt.trace.json", &bytes);
+    let mut ingest = FileIngest::new("rank3.pt.trace.json");
+    let (head, tail) = bytes.split_at(cut);
+    ingest.feed(head);
+    ingest.feed(tail);
+    let split = ingest.finish();
+    assert_eq!(split.workers, whole.workers, "{}", listing(&split));
+}
+
 /// steplog.rs `schematic_spans`: `compute * mb.compute() / mb_total` multiplies two step-sized
 /// nanosecond counts, which overflows i64 once a step's micro-batches take a few seconds:
 /// a panic in debug builds, nonsense spans in release builds.

@@ -211,6 +211,15 @@ impl<B: TraceBuilder> TraceDocument<B> {
                     let value = rest.get(i..)?;
                     let mut stream = serde_json::Deserializer::from_slice(value).into_iter::<&RawValue>();
                     match stream.next() {
+                        // A number or literal that reaches the end of what has arrived may go on
+                        // in the next chunk (`17` of `1700…`): wait for a byte after it.
+                        Some(Ok(raw))
+                            if !at_eof
+                                && stream.byte_offset() == value.len()
+                                && !raw.get().starts_with(['"', '{', '[']) =>
+                        {
+                            return None;
+                        }
                         Some(Ok(raw)) => {
                             let key = std::mem::take(&mut self.top_key);
                             self.builder.top_level(&key, raw, diags);
