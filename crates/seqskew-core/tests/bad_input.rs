@@ -288,6 +288,13 @@ fn cases() -> Vec<Case> {
                 &[(Warning, "an element of the event array is not an object"), (Error, "no training steps found")],
             ),
         ),
+        // Bug 9 (found by fuzzing): what follows a complete document was reported only when
+        // it arrived in the same chunk as the document's last byte.
+        case(
+            "rank3-and-more.pt.trace.json",
+            [kineto(), b"\n{\"traceEvents\": []}\n".to_vec()].concat(),
+            kineto_rank3(&[(Info, "data after the end of the JSON document was ignored")]),
+        ),
         case(
             "no-steps.json",
             kineto_with(RANK3, r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2}"#),
@@ -700,18 +707,25 @@ fn a_file_over_the_memory_limit_is_given_up_clearly() {
 /// shifting every time by a factor of 10ⁿ depending on the chunking.
 #[test]
 fn a_top_level_number_split_across_chunks() {
-    // Past the first KiB, which the sniffer gathers before any parsing.
-    let padding = format!(r#""traceName": "{}","#, "x".repeat(2000));
-    let bytes = kineto_with(&format!("{padding}{RANK3}"), STEP_EVENTS);
-    let text = String::from_utf8_lossy(&bytes);
-    let cut = text.find("1700000000000000000").map(|i| i + 2).expect("the base time");
-    let whole = import_bytes("rank3.pt.trace.json", &bytes);
-    let mut ingest = FileIngest::new("rank3.pt.trace.json");
-    let (head, tail) = bytes.split_at(cut);
-    ingest.feed(head);
-    ingest.feed(tail);
-    let split = ingest.finish();
-    assert_eq!(split.workers, whole.workers, "{}", listing(&split));
+    // Bug 8: a cut after `17` was read as 17. Bug 10: a cut after `1.7e` was "unreadable",
+    // because serde calls a number without its exponent's digits invalid, not incomplete.
+    for base in ["1700000000000000000", "1.7e18"] {
+        // Past the first KiB, which the sniffer gathers before any parsing.
+        let padding = format!(r#""traceName": "{}","#, "x".repeat(2000));
+        let header = RANK3.replace("1700000000000000000", base);
+        let bytes = kineto_with(&format!("{padding}{header}"), STEP_EVENTS);
+        let whole = import_bytes("rank3.pt.trace.json", &bytes);
+        let at = String::from_utf8_lossy(&bytes).find(base).expect("the base time");
+        for cut in at + 1..at + base.len() {
+            let mut ingest = FileIngest::new("rank3.pt.trace.json");
+            let (head, tail) = bytes.split_at(cut);
+            ingest.feed(head);
+            ingest.feed(tail);
+            let split = ingest.finish();
+            assert_eq!(split.workers, whole.workers, "{base} cut at {cut}: {}", listing(&split));
+            assert_eq!(split.diagnostics, whole.diagnostics, "{base} cut at {cut}");
+        }
+    }
 }
 
 /// steplog.rs `schematic_spans`: `compute * mb.compute() / mb_total` multiplies two step-sized

@@ -205,7 +205,7 @@ fn micro_batch_of(args: Option<&RawArgs<'_>>) -> Option<u32> {
 
 fn lengths_of(args: Option<&RawArgs<'_>>) -> Option<Vec<u32>> {
     let raw = args.and_then(|a| a.seqlens.or(a.seq_lens))?;
-    serde_json::from_str::<Vec<u32>>(raw.get()).ok()
+    serde_json::from_slice::<Vec<u32>>(raw.get()).ok()
 }
 
 impl TraceBuilder for ChromeBuilder {

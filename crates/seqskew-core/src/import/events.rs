@@ -8,7 +8,7 @@
 
 use serde_json::value::RawValue;
 
-use super::json::ScanError;
+use super::json::{self, ScanError};
 pub use super::trace_event::{EventPlace, RawArgs, RawEvent};
 use super::{BOM, ContentParser, ImportStats};
 use crate::diag::{DiagnosticSink, Location, Severity};
@@ -43,8 +43,10 @@ enum State {
     Events { bare: bool },
     /// Skipping a value the reader has no use for; then back to `after`.
     Skipping { after: Resume },
-    /// The document is complete (or unreadable); the rest is ignored.
+    /// The document is complete; the rest is ignored (and reported once if it is not blank).
     Done,
+    /// The document is unreadable from here on (already reported); the rest is ignored.
+    GaveUp,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +58,10 @@ enum Resume {
 /// A value that could not be parsed is skipped up to this many times in a row before the
 /// reader gives up on the file (it has lost its way in the syntax).
 const MAX_CONSECUTIVE_BAD: u32 = 1000;
+
+/// How much of a chunk is copied at first to complete a value the previous chunk cut (doubled
+/// until the value is complete).
+const STRADDLE_PIECE: usize = 64 << 10;
 
 /// A top-level value the builder wants is read whole only up to this size.
 const MAX_TOP_LEVEL_VALUE: usize = 16 << 20;
@@ -71,6 +77,8 @@ pub struct TraceDocument<B: TraceBuilder> {
     stats: ImportStats,
     consecutive_bad: u32,
     saw_events_array: bool,
+    /// Stream offset of the first byte that is not whitespace after a complete document.
+    data_after_end: Option<u64>,
 }
 
 impl<B: TraceBuilder> TraceDocument<B> {
@@ -85,18 +93,26 @@ impl<B: TraceBuilder> TraceDocument<B> {
             stats: ImportStats::default(),
             consecutive_bad: 0,
             saw_events_array: false,
+            data_after_end: None,
         }
     }
 
-    /// Runs the state machine over the buffer as far as it can go; returns bytes consumed.
-    fn run(&mut self, diags: &mut DiagnosticSink, at_eof: bool) -> usize {
-        let buf = std::mem::take(&mut self.buf);
+    /// Runs the state machine over `bytes` (which start at stream offset `base`) as far as it
+    /// can go; returns how many it consumed.
+    fn run(&mut self, bytes: &[u8], diags: &mut DiagnosticSink, at_eof: bool) -> usize {
         let mut pos = 0;
-        while let Some(next) = self.step(&buf, pos, diags, at_eof) {
+        while let Some(next) = self.step(bytes, pos, diags, at_eof) {
             pos = next;
         }
-        self.buf = buf;
         pos
+    }
+
+    /// Runs the state machine over the buffered bytes.
+    fn run_buffered(&mut self, diags: &mut DiagnosticSink, at_eof: bool) -> usize {
+        let buf = std::mem::take(&mut self.buf);
+        let used = self.run(&buf, diags, at_eof);
+        self.buf = buf;
+        used
     }
 
     /// One move of the state machine from `pos`. `None` when it needs more input.
@@ -104,7 +120,7 @@ impl<B: TraceBuilder> TraceDocument<B> {
         let rest = buf.get(pos..).filter(|r| !r.is_empty())?;
         let offset = self.base + pos as u64;
         match self.state {
-            State::Done => None,
+            State::Done | State::GaveUp => None,
             State::Start => {
                 // A UTF-8 byte order mark is not JSON, but editors write it.
                 if rest.starts_with(BOM) {
@@ -126,7 +142,7 @@ impl<B: TraceBuilder> TraceDocument<B> {
                             Some(Location::Byte(offset + i as u64)),
                             "expected a JSON object or array",
                         );
-                        self.state = State::Done;
+                        self.state = State::GaveUp;
                     }
                 }
                 Some(pos + i + 1)
@@ -152,7 +168,7 @@ impl<B: TraceBuilder> TraceDocument<B> {
                                         Some(Location::Byte(offset + (i + after_key + j) as u64)),
                                         "expected ':' after a key",
                                     );
-                                    self.state = State::Done;
+                                    self.state = State::GaveUp;
                                     return None;
                                 }
                                 self.top_key.clear();
@@ -171,7 +187,7 @@ impl<B: TraceBuilder> TraceDocument<B> {
                                     Some(Location::Byte(offset + i as u64)),
                                     "malformed key in the top-level object",
                                 );
-                                self.state = State::Done;
+                                self.state = State::GaveUp;
                                 None
                             }
                         }
@@ -182,7 +198,7 @@ impl<B: TraceBuilder> TraceDocument<B> {
                             Some(Location::Byte(offset + i as u64)),
                             "malformed top-level object (expected a key)",
                         );
-                        self.state = State::Done;
+                        self.state = State::GaveUp;
                         None
                     }
                     None => None,
@@ -209,35 +225,30 @@ impl<B: TraceBuilder> TraceDocument<B> {
                 let i = skip_ws(rest, false)?;
                 if wanted {
                     let value = rest.get(i..)?;
-                    let mut stream = serde_json::Deserializer::from_slice(value).into_iter::<&RawValue>();
-                    match stream.next() {
-                        // A number or literal that reaches the end of what has arrived may go on
-                        // in the next chunk (`17` of `1700…`): wait for a byte after it.
-                        Some(Ok(raw))
-                            if !at_eof
-                                && stream.byte_offset() == value.len()
-                                && !raw.get().starts_with(['"', '{', '[']) =>
-                        {
-                            return None;
-                        }
-                        Some(Ok(raw)) => {
-                            let key = std::mem::take(&mut self.top_key);
-                            self.builder.top_level(&key, raw, diags);
-                            self.top_key = key;
-                            self.state = State::TopKey;
-                            return Some(pos + i + stream.byte_offset());
-                        }
-                        Some(Err(e)) if e.is_eof() && !at_eof && value.len() < MAX_TOP_LEVEL_VALUE => {
-                            return None;
-                        }
-                        _ => {
-                            diags.push(
-                                Severity::Warning,
-                                Some(Location::Byte(offset + i as u64)),
-                                format!("could not read the top-level \"{}\"; skipped", self.top_key),
-                            );
-                        }
+                    // serde reads only a value the scanner has seen whole (it would call `5e`
+                    // of `5e30` invalid, not incomplete), so the chunking cannot change it.
+                    let extent = match json::value_end(value, 0) {
+                        Err(ScanError::Eof) if !at_eof && value.len() <= MAX_TOP_LEVEL_VALUE => return None,
+                        Ok(end) => value.get(..end),
+                        Err(ScanError::Eof) => Some(value),
+                        Err(ScanError::Invalid(_)) => None,
+                    };
+                    let read = extent.filter(|v| v.len() <= MAX_TOP_LEVEL_VALUE).and_then(|v| {
+                        let mut stream = serde_json::Deserializer::from_slice(v).into_iter::<&RawValue>();
+                        stream.next()?.ok().map(|raw| (raw, stream.byte_offset()))
+                    });
+                    if let Some((raw, used)) = read {
+                        let key = std::mem::take(&mut self.top_key);
+                        self.builder.top_level(&key, raw, diags);
+                        self.top_key = key;
+                        self.state = State::TopKey;
+                        return Some(pos + i + used);
                     }
+                    diags.push(
+                        Severity::Warning,
+                        Some(Location::Byte(offset + i as u64)),
+                        format!("could not read the top-level \"{}\"; skipped", self.top_key),
+                    );
                 }
                 self.skip = Skipper::default();
                 self.state = State::Skipping { after: Resume::TopKey };
@@ -319,13 +330,43 @@ impl<B: TraceBuilder> TraceDocument<B> {
                                 place.location(),
                                 format!("{MAX_CONSECUTIVE_BAD} unreadable events in a row; stopped reading the file"),
                             );
-                            self.state = State::Done;
+                            self.state = State::GaveUp;
                         }
                     }
                 }
                 Some(start + len)
             }
         }
+    }
+
+    /// Drops the `used` buffered bytes the state machine consumed, and the rest too once the
+    /// document is over.
+    fn consume(&mut self, used: usize) {
+        self.buf.drain(..used);
+        self.base += used as u64;
+        if matches!(self.state, State::Done | State::GaveUp) {
+            let rest = std::mem::take(&mut self.buf);
+            self.set_aside(&rest);
+        }
+    }
+
+    /// Bytes the state machine did not consume: kept for the next chunk while the document
+    /// goes on, looked at (never kept) once it is complete, dropped once it is unreadable.
+    fn set_aside(&mut self, bytes: &[u8]) {
+        match self.state {
+            // Looked at whatever chunk they come in, so the note does not depend on the cuts.
+            State::Done => self.note_after_end(bytes),
+            State::GaveUp => self.base += bytes.len() as u64,
+            _ => self.buf.extend_from_slice(bytes),
+        }
+    }
+
+    /// Bytes after the complete document: remembers where the first one that is not blank is.
+    fn note_after_end(&mut self, bytes: &[u8]) {
+        if self.data_after_end.is_none() {
+            self.data_after_end = skip_ws(bytes, false).map(|i| self.base + i as u64);
+        }
+        self.base += bytes.len() as u64;
     }
 
     fn accept(&mut self, event: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) {
@@ -340,14 +381,37 @@ impl<B: TraceBuilder> TraceDocument<B> {
 }
 
 impl<B: TraceBuilder> ContentParser for TraceDocument<B> {
+    /// Reads `chunk` where it lies. Only two things are copied: the start of this chunk that
+    /// completes a value the previous chunk cut (as little of it as that value needs), and the
+    /// end of this chunk that a value runs past.
     fn feed(&mut self, chunk: &[u8], diags: &mut DiagnosticSink) {
-        if self.state == State::Done {
-            return;
+        let mut at = 0;
+        let mut piece = STRADDLE_PIECE;
+        while !self.buf.is_empty() && at < chunk.len() {
+            let held = self.buf.len();
+            let next = chunk.get(at..).unwrap_or_default();
+            let next = next.get(..piece).unwrap_or(next);
+            self.buf.extend_from_slice(next);
+            at += next.len();
+            let used = self.run_buffered(diags, false);
+            if used >= held {
+                // Past the cut value: what is left of the copy is read in place.
+                at -= self.buf.len() - used;
+                self.base += used as u64;
+                self.buf.clear();
+            } else {
+                self.consume(used);
+                piece = piece.saturating_mul(2);
+            }
         }
-        self.buf.extend_from_slice(chunk);
-        let used = self.run(diags, false);
-        self.buf.drain(..used);
+        let rest = chunk.get(at..).unwrap_or_default();
+        let used = if self.buf.is_empty() && !matches!(self.state, State::Done | State::GaveUp) {
+            self.run(rest, diags, false)
+        } else {
+            0
+        };
         self.base += used as u64;
+        self.set_aside(rest.get(used..).unwrap_or_default());
     }
 
     fn held_bytes(&self) -> usize {
@@ -355,18 +419,22 @@ impl<B: TraceBuilder> ContentParser for TraceDocument<B> {
     }
 
     fn finish(mut self: Box<Self>, diags: &mut DiagnosticSink) -> (Vec<Worker>, ImportStats) {
-        let used = self.run(diags, true);
-        self.buf.drain(..used);
-        self.base += used as u64;
+        let used = self.run_buffered(diags, true);
+        self.consume(used);
         let bare = matches!(self.state, State::Events { bare: true });
         let leftover = self.buf.iter().any(|&b| !(b.is_ascii_whitespace() || bare && b == b','));
         let where_ = Some(Location::Byte(self.base));
         match self.state {
             State::Done => {
-                if leftover {
-                    diags.push(Severity::Info, where_, "data after the end of the JSON document was ignored");
+                if let Some(at) = self.data_after_end {
+                    diags.push(
+                        Severity::Info,
+                        Some(Location::Byte(at)),
+                        "data after the end of the JSON document was ignored",
+                    );
                 }
             }
+            State::GaveUp => {}
             State::Events { bare: true } if !leftover => {} // the format allows omitting the final ']'
             _ if !self.saw_events_array || self.stats.records == 0 => {
                 diags.push(
@@ -518,6 +586,25 @@ mod tests {
             let (summary, diags) = read(doc, chunk);
             assert_eq!(summary, "a\"b,c,é|distributedInfo={\"rank\":3}", "chunk {chunk}");
             assert!(diags.is_empty(), "{diags:?}");
+        }
+    }
+
+    #[test]
+    fn events_longer_than_a_chunk_or_the_first_copy() {
+        // Events of 100 and 300 KiB, cut by chunks smaller and larger than the first piece
+        // copied to complete them; the padding after the document must be noticed too.
+        let pad = |n: usize| "x".repeat(n << 10);
+        let doc = format!(
+            r#"{{"traceEvents":[{{"name":"a","pad":"{}"}},{{"name":"b"}},{{"pad":"{}","name":"c"}},{{"name":"d"}}]}}  {}"#,
+            pad(100),
+            pad(300),
+            "x"
+        );
+        let (whole, whole_diags) = read(doc.as_bytes(), usize::MAX);
+        assert_eq!(whole, "a,b,c,d|");
+        assert_eq!(whole_diags, ["data after the end of the JSON document was ignored"]);
+        for chunk in [1000, 40_000, 70_000, 200_000, 1 << 20] {
+            assert_eq!(read(doc.as_bytes(), chunk), (whole.clone(), whole_diags.clone()), "chunk {chunk}");
         }
     }
 

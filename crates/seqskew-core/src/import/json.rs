@@ -27,7 +27,22 @@ fn skip_ws(bytes: &[u8], mut pos: usize) -> usize {
 
 /// The end (after the closing quote) of the string whose opening quote is at `open`.
 fn string_end(bytes: &[u8], open: usize) -> Result<usize, ScanError> {
+    string_span(bytes, open).map(|(end, _)| end)
+}
+
+/// The end of the string whose opening quote is at `open`, and whether it has escapes.
+fn string_span(bytes: &[u8], open: usize) -> Result<(usize, bool), ScanError> {
     let mut pos = open + 1;
+    // Most strings (keys, phases, categories) are short: a plain loop finds their end before
+    // memchr would have set up.
+    let head = bytes.get(pos..).unwrap_or_default();
+    let head = head.get(..SHORT_STRING).unwrap_or(head);
+    match head.iter().position(|&b| b == b'"' || b == b'\\') {
+        Some(i) if head.get(i) == Some(&b'"') => return Ok((pos + i + 1, false)),
+        Some(i) => pos += i,
+        None => pos += head.len(),
+    }
+    let mut escaped = false;
     loop {
         let rest = bytes.get(pos..).ok_or(ScanError::Eof)?;
         match memchr::memchr2(b'"', b'\\', rest) {
@@ -35,14 +50,18 @@ fn string_end(bytes: &[u8], open: usize) -> Result<usize, ScanError> {
             Some(i) => {
                 pos += i;
                 if bytes.get(pos) == Some(&b'"') {
-                    return Ok(pos + 1);
+                    return Ok((pos + 1, escaped));
                 }
                 // A backslash: skip it and the byte it escapes.
+                escaped = true;
                 pos += 2;
             }
         }
     }
 }
+
+/// Strings up to this long are scanned byte by byte.
+const SHORT_STRING: usize = 24;
 
 /// The end of the array or object whose opening bracket is at `open`.
 fn container_end(bytes: &[u8], open: usize) -> Result<usize, ScanError> {
@@ -79,7 +98,7 @@ fn scalar_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
 }
 
 /// The value starting at `start` (no leading whitespace): its end.
-fn value_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
+pub fn value_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
     match bytes.get(start) {
         None => Err(ScanError::Eof),
         Some(b'"') => string_end(bytes, start),
@@ -89,11 +108,12 @@ fn value_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
 }
 
 /// Calls `member(key, raw value)` for each member of the object at `bytes[open]` (`{`), keys
-/// as their raw bytes between the quotes; returns the position after the closing brace.
+/// as the bytes between the quotes (decoded when they have escapes, which is rare); returns
+/// the position after the closing brace.
 pub fn object<'a>(
     bytes: &'a [u8],
     open: usize,
-    mut member: impl FnMut(&'a [u8], &'a [u8]),
+    mut member: impl FnMut(Cow<'a, [u8]>, &'a [u8]),
 ) -> Result<usize, ScanError> {
     if bytes.get(open) != Some(&b'{') {
         return Err(ScanError::Invalid("expected an object"));
@@ -108,8 +128,9 @@ pub fn object<'a>(
             Some(b'"') => {}
             Some(_) => return Err(ScanError::Invalid("expected a key")),
         }
-        let key_end = string_end(bytes, pos)?;
-        let key = bytes.get(pos + 1..key_end - 1).unwrap_or_default();
+        let (key_end, escaped) = string_span(bytes, pos)?;
+        let raw_key = bytes.get(pos + 1..key_end - 1).unwrap_or_default();
+        let key = if escaped { unescaped_key(raw_key) } else { Cow::Borrowed(raw_key) };
         pos = skip_ws(bytes, key_end);
         match bytes.get(pos) {
             None => return Err(ScanError::Eof),
@@ -129,17 +150,51 @@ pub fn object<'a>(
     }
 }
 
+/// Calls `element(raw value)` for each element of the array at `bytes[open]` (`[`); returns
+/// the position after the closing bracket.
+pub fn array<'a>(bytes: &'a [u8], open: usize, mut element: impl FnMut(&'a [u8])) -> Result<usize, ScanError> {
+    if bytes.get(open) != Some(&b'[') {
+        return Err(ScanError::Invalid("expected an array"));
+    }
+    let mut pos = skip_ws(bytes, open + 1);
+    if bytes.get(pos) == Some(&b']') {
+        return Ok(pos + 1);
+    }
+    loop {
+        let end = value_end(bytes, pos)?;
+        element(bytes.get(pos..end).unwrap_or_default());
+        pos = skip_ws(bytes, end);
+        match bytes.get(pos) {
+            None => return Err(ScanError::Eof),
+            Some(b',') => pos = skip_ws(bytes, pos + 1),
+            Some(b']') => return Ok(pos + 1),
+            Some(_) => return Err(ScanError::Invalid("expected ',' or ']' after a value")),
+        }
+    }
+}
+
+/// A flat array of non-negative integers (`[8, 4096, 16, 128]`); `None` for anything else.
+pub fn integers(raw: &[u8]) -> Option<Vec<u64>> {
+    let mut out = Vec::new();
+    let mut all = true;
+    let end = array(raw, 0, |v| match std::str::from_utf8(v).ok().and_then(|t| t.parse().ok()) {
+        Some(n) => out.push(n),
+        None => all = false,
+    })
+    .ok()?;
+    (all && end == raw.len()).then_some(out)
+}
+
 /// A raw JSON string (quotes included) as text: borrowed unless it has escapes. Control
 /// characters and invalid UTF-8 are errors, as in JSON.
 pub fn string(raw: &[u8]) -> Result<Cow<'_, str>, &'static str> {
     let inner = raw.strip_prefix(b"\"").and_then(|r| r.strip_suffix(b"\"")).ok_or("not a string")?;
-    if inner.iter().any(|&b| b < 0x20) {
-        return Err("a control character in a string");
+    // One pass finds both what is forbidden and what needs decoding.
+    match inner.iter().find(|&&b| b < 0x20 || b == b'\\') {
+        None => std::str::from_utf8(inner).map(Cow::Borrowed).map_err(|_| "invalid UTF-8 in a string"),
+        Some(_) if inner.iter().any(|&b| b < 0x20) => Err("a control character in a string"),
+        Some(_) => serde_json::from_slice::<String>(raw).map(Cow::Owned).map_err(|_| "a bad escape in a string"),
     }
-    if !inner.contains(&b'\\') {
-        return std::str::from_utf8(inner).map(Cow::Borrowed).map_err(|_| "invalid UTF-8 in a string");
-    }
-    serde_json::from_slice::<String>(raw).map(Cow::Owned).map_err(|_| "a bad escape in a string")
 }
 
 /// A raw number, literal, array or object as text (UTF-8 checked).
@@ -147,15 +202,13 @@ pub fn text(raw: &[u8]) -> Result<Cow<'_, str>, &'static str> {
     std::str::from_utf8(raw).map(Cow::Borrowed).map_err(|_| "invalid UTF-8")
 }
 
-/// A key as it compares: its raw bytes, or decoded when it has escapes.
-pub fn key(raw: &[u8]) -> Cow<'_, [u8]> {
-    if raw.contains(&b'\\') {
-        let quoted = [b"\"", raw, b"\""].concat();
-        if let Ok(decoded) = serde_json::from_slice::<String>(&quoted) {
-            return Cow::Owned(decoded.into_bytes());
-        }
+/// A key with escapes, decoded (its raw bytes if it cannot be).
+fn unescaped_key(raw: &[u8]) -> Cow<'_, [u8]> {
+    let quoted = [b"\"", raw, b"\""].concat();
+    match serde_json::from_slice::<String>(&quoted) {
+        Ok(decoded) => Cow::Owned(decoded.into_bytes()),
+        Err(_) => Cow::Borrowed(raw),
     }
-    Cow::Borrowed(raw)
 }
 
 #[cfg(test)]
@@ -165,7 +218,7 @@ mod tests {
     fn members(text: &str) -> Result<(Vec<(String, String)>, usize), ScanError> {
         let mut out = Vec::new();
         let end = object(text.as_bytes(), 0, |k, v| {
-            out.push((String::from_utf8_lossy(k).into_owned(), String::from_utf8_lossy(v).into_owned()))
+            out.push((String::from_utf8_lossy(&k).into_owned(), String::from_utf8_lossy(v).into_owned()))
         })?;
         Ok((out, end))
     }
@@ -200,6 +253,27 @@ mod tests {
         assert!(string(b"\"tab\there\"").is_err());
         assert!(string(b"\"\xff\"").is_err());
         assert!(string(b"12").is_err());
-        assert_eq!(key(br"t\u0073").as_ref(), b"ts");
+        assert!(string(b"\"a\\\"\x01\"").is_err(), "a control character after an escape");
+        assert_eq!(unescaped_key(br"t\u0073").as_ref(), b"ts");
+        let mut keys = Vec::new();
+        object(br#"{"t\u0073": 1, "ph": 2}"#, 0, |k, _| keys.push(k.into_owned())).expect("an object");
+        assert_eq!(keys, [b"ts".to_vec(), b"ph".to_vec()]);
+    }
+
+    #[test]
+    fn arrays_and_integer_lists() {
+        let mut elements = Vec::new();
+        let text = br#"[[1, 2], "a]", {"b": [3]}, 4 ] tail"#;
+        let end = array(text, 0, |v| elements.push(String::from_utf8_lossy(v).into_owned()));
+        assert_eq!(end, Ok(text.len() - 5));
+        assert_eq!(elements, ["[1, 2]", "\"a]\"", r#"{"b": [3]}"#, "4"]);
+        assert_eq!(array(b"[]", 0, |_| {}), Ok(2));
+        assert_eq!(array(b"[1, 2", 0, |_| {}), Err(ScanError::Eof));
+        assert!(matches!(array(b"[1 2]", 0, |_| {}), Err(ScanError::Invalid(_))));
+        assert_eq!(integers(b"[8, 4096, 16, 128]"), Some(vec![8, 4096, 16, 128]));
+        assert_eq!(integers(b"[ ]"), Some(vec![]));
+        for not_flat in [&b"[1, [2]]"[..], b"[1.5]", b"[-1]", b"[\"1\"]", b"[1] x", b"7"] {
+            assert_eq!(integers(not_flat), None, "{}", String::from_utf8_lossy(not_flat));
+        }
     }
 }

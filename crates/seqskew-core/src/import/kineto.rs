@@ -9,6 +9,7 @@
 use serde_json::value::RawValue;
 
 use super::events::{EventPlace, RawEvent, TraceBuilder};
+use super::json;
 use super::names::{NameCache, collective_op, is_attention, is_backend_collective, is_backward, rank_from_file_name};
 use super::numbers::{to_nanos, to_u64};
 use super::timeline::{Piece, bucket, partition};
@@ -491,10 +492,10 @@ fn sequences_of(calls: &[CallShape]) -> Sequences {
 
 /// Sequence information in an attention op's recorded shapes.
 fn call_shape(name: &str, dims: Option<RawText<'_>>, concrete: Option<RawText<'_>>) -> Option<CallShape> {
-    let dims: Vec<serde_json::Value> = serde_json::from_str(dims?.get()).ok()?;
-    let shape =
-        |v: &serde_json::Value| -> Option<Vec<u64>> { v.as_array()?.iter().map(serde_json::Value::as_u64).collect() };
-    let q = shape(dims.first()?)?;
+    // Read with the scanner, not into serde values: attention calls are frequent.
+    let mut shapes = Vec::new();
+    json::array(dims?.get(), 0, |v| shapes.push(json::integers(v))).ok()?;
+    let q = shapes.first()?.as_ref()?;
     let to_u32 = |v: u64| u32::try_from(v).ok();
     match q.as_slice() {
         // SDPA family: [B, H, S, D]; flash/efficient kernels and flash_attn_func: [B, S, H, D].
@@ -507,11 +508,19 @@ fn call_shape(name: &str, dims: Option<RawText<'_>>, concrete: Option<RawText<'_
         }
         // Varlen: q [T, H, D], then cu_seqlens [n + 1]; max_seqlen among the scalar inputs.
         [t, _, _] => {
-            let cu = dims.iter().skip(1).filter_map(shape).find(|s| s.len() == 1)?;
+            let cu = shapes.iter().skip(1).flatten().find(|s| s.len() == 1)?;
             let count = cu.first()?.checked_sub(1)?;
-            let max_len = concrete
-                .and_then(|c| serde_json::from_str::<Vec<serde_json::Value>>(c.get()).ok())
-                .and_then(|c| [5, 6].iter().filter_map(|&i| c.get(i).and_then(|v| to_u64(&v.to_string()))).max())
+            let mut scalars = Vec::new();
+            // Of a malformed list, not even the scalars before the fault are trusted.
+            if let Some(c) = concrete
+                && json::array(c.get(), 0, |v| scalars.push(v)).is_err()
+            {
+                scalars.clear();
+            }
+            let max_len = [5, 6]
+                .iter()
+                .filter_map(|&i| scalars.get(i).and_then(to_u64))
+                .max()
                 .unwrap_or(*t);
             Some(CallShape::Varlen { tokens: *t, count: to_u32(count)?, max_len: to_u32(max_len.min(*t))? })
         }
@@ -519,7 +528,6 @@ fn call_shape(name: &str, dims: Option<RawText<'_>>, concrete: Option<RawText<'_
     }
 }
 
-/// Fused optimizer kernels (Adam's multi-tensor apply and the like).
 fn is_optimizer_kernel(name: &str) -> bool {
     ["multi_tensor_apply", "adam", "Adam", "sgd_", "lamb"].iter().any(|w| name.contains(w))
 }
@@ -667,7 +675,7 @@ mod tests {
     use super::*;
 
     fn raw(s: &str) -> RawText<'_> {
-        RawText::of(s.as_bytes()).expect("UTF-8")
+        RawText(s.as_bytes())
     }
 
     #[test]

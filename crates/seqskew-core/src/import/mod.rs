@@ -202,6 +202,11 @@ impl FileIngest {
     pub fn feed(&mut self, chunk: &[u8]) {
         self.bytes_in += chunk.len() as u64;
         if !self.decided_compression {
+            if self.head.is_empty() && chunk.len() >= gzip::MAGIC.len() {
+                self.decide_compression(chunk);
+                self.feed_raw(chunk);
+                return;
+            }
             self.head.extend_from_slice(chunk);
             if self.head.len() < gzip::MAGIC.len() {
                 return;
@@ -256,6 +261,8 @@ impl FileIngest {
                     self.give_up_over_limit(limit);
                 }
             }
+            // A first piece big enough to sniff is parsed where it lies (not copied).
+            Content::Sniffing(buf) if buf.is_empty() && content.len() >= SNIFF_BYTES => self.start_parsing(content),
             Content::Sniffing(buf) => {
                 buf.extend_from_slice(content);
                 if buf.len() >= SNIFF_BYTES {

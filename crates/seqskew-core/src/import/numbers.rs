@@ -21,29 +21,47 @@ impl NumberProblem {
     }
 }
 
+/// The number in `raw`, without the quotes and blanks around it (if any: usually none, and
+/// then this costs two comparisons).
+fn unquoted(raw: &[u8]) -> &[u8] {
+    let plain = |b: Option<&u8>| b.is_some_and(u8::is_ascii_alphanumeric);
+    if plain(raw.first()) && plain(raw.last()) {
+        return raw;
+    }
+    let text = raw.trim_ascii();
+    let leading = text.iter().take_while(|&&b| b == b'"').count();
+    let text = text.get(leading..).unwrap_or_default();
+    let trailing = text.iter().rev().take_while(|&&b| b == b'"').count();
+    text.get(..text.len() - trailing).unwrap_or_default().trim_ascii()
+}
+
 /// Nanoseconds per microsecond, the unit of Chrome-trace `ts` and `dur`.
 pub const MICROS: i64 = 1000;
 
 /// JSON number text (or a quoted number) in `unit_ns` units to integer nanoseconds, rounding
-/// to the nearest nanosecond. Accepts `123`, `-4.5`, `"7.25"`, `1.5e3`.
-pub fn to_nanos(raw: &str, unit_ns: i64) -> Result<Nanos, NumberProblem> {
-    let text = raw.trim().trim_matches('"').trim();
-    let (negative, digits) = match text.strip_prefix('-') {
+/// to the nearest nanosecond. Accepts `123`, `-4.5`, `"7.25"`, `1.5e3`. Read as bytes: a
+/// trace's times need no UTF-8 check.
+pub fn to_nanos(raw: impl AsRef<[u8]>, unit_ns: i64) -> Result<Nanos, NumberProblem> {
+    let text = unquoted(raw.as_ref());
+    let (negative, digits) = match text.strip_prefix(b"-") {
         Some(rest) => (true, rest),
         None => (false, text),
     };
-    if digits.contains(['e', 'E']) {
+    if digits.iter().any(|&b| b == b'e' || b == b'E') {
         return float_to_nanos(text, unit_ns);
     }
-    let (int_part, frac_part) = digits.split_once('.').unwrap_or((digits, ""));
+    let (int_part, frac_part) = match digits.iter().position(|&b| b == b'.') {
+        Some(dot) => (digits.get(..dot).unwrap_or_default(), digits.get(dot + 1..).unwrap_or_default()),
+        None => (digits, &b""[..]),
+    };
     if int_part.is_empty() && frac_part.is_empty() {
         return Err(NumberProblem::NotANumber);
     }
-    if !int_part.bytes().all(|b| b.is_ascii_digit()) || !frac_part.bytes().all(|b| b.is_ascii_digit()) {
+    if !int_part.iter().all(u8::is_ascii_digit) || !frac_part.iter().all(u8::is_ascii_digit) {
         return Err(NumberProblem::NotANumber);
     }
     let mut value: i128 = 0;
-    for b in int_part.bytes() {
+    for &b in int_part {
         value = value * 10 + i128::from(b - b'0');
         if value > i128::from(i64::MAX) {
             return Err(NumberProblem::OutOfRange);
@@ -53,7 +71,7 @@ pub fn to_nanos(raw: &str, unit_ns: i64) -> Result<Nanos, NumberProblem> {
     // Fraction digits beyond 18 cannot change the rounded nanosecond.
     let mut fraction: i128 = 0;
     let mut denominator: i128 = 1;
-    for b in frac_part.bytes().take(18) {
+    for &b in frac_part.iter().take(18) {
         fraction = fraction * 10 + i128::from(b - b'0');
         denominator *= 10;
     }
@@ -64,8 +82,11 @@ pub fn to_nanos(raw: &str, unit_ns: i64) -> Result<Nanos, NumberProblem> {
     i64::try_from(value).map_err(|_| NumberProblem::OutOfRange)
 }
 
-fn float_to_nanos(text: &str, unit_ns: i64) -> Result<Nanos, NumberProblem> {
-    let v: f64 = text.parse().map_err(|_| NumberProblem::NotANumber)?;
+fn float_to_nanos(text: &[u8], unit_ns: i64) -> Result<Nanos, NumberProblem> {
+    let v: f64 = std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or(NumberProblem::NotANumber)?;
     let ns = v * unit_ns as f64;
     if !ns.is_finite() || ns.abs() >= 9.2e18 {
         return Err(NumberProblem::OutOfRange);
@@ -74,16 +95,22 @@ fn float_to_nanos(text: &str, unit_ns: i64) -> Result<Nanos, NumberProblem> {
 }
 
 /// A duration: like [`to_nanos`], but negative values are a problem.
-pub fn to_duration(raw: &str, unit_ns: i64) -> Result<Nanos, NumberProblem> {
+pub fn to_duration(raw: impl AsRef<[u8]>, unit_ns: i64) -> Result<Nanos, NumberProblem> {
     let ns = to_nanos(raw, unit_ns)?;
     if ns < 0 { Err(NumberProblem::Negative) } else { Ok(ns) }
 }
 
 /// A non-negative integer (step numbers, ranks, ids), also when quoted or written `7.0`.
-pub fn to_u64(raw: &str) -> Option<u64> {
-    let text = raw.trim().trim_matches('"').trim();
-    let text = text.strip_suffix(".0").unwrap_or(text);
-    text.parse().ok()
+pub fn to_u64(raw: impl AsRef<[u8]>) -> Option<u64> {
+    let text = unquoted(raw.as_ref());
+    let digits = text.strip_suffix(b".0").unwrap_or(text);
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &b| {
+        let digit = b.is_ascii_digit().then(|| u64::from(b - b'0'))?;
+        n.checked_mul(10)?.checked_add(digit)
+    })
 }
 
 /// Seconds as floating-point text, the way Python's `time.perf_counter()` deltas are logged.
@@ -131,6 +158,10 @@ mod tests {
         assert_eq!(to_u64("\"12\""), Some(12));
         assert_eq!(to_u64("3.0"), Some(3));
         assert_eq!(to_u64("-1"), None);
+        assert_eq!(to_u64(" \"18446744073709551615\" "), Some(u64::MAX));
+        assert_eq!(to_u64("18446744073709551616"), None);
+        assert_eq!(to_u64(""), None);
+        assert_eq!(to_u64("1x"), None);
         assert_eq!(seconds_to_nanos("0.532"), Ok(532_000_000));
     }
 }

@@ -18,17 +18,14 @@ impl Str<'_> {
     }
 }
 
-/// The raw JSON text of a value, parsed where it is used (numbers exactly, lists by serde).
+/// The raw JSON text of a value, parsed where it is used (numbers from the bytes exactly,
+/// lists by the scanner or serde): nothing is checked until then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RawText<'a>(&'a str);
+pub struct RawText<'a>(pub &'a [u8]);
 
 impl<'a> RawText<'a> {
-    pub fn get(self) -> &'a str {
+    pub fn get(self) -> &'a [u8] {
         self.0
-    }
-
-    pub(super) fn of(raw: &'a [u8]) -> Option<Self> {
-        std::str::from_utf8(raw).ok().map(RawText)
     }
 }
 
@@ -95,7 +92,7 @@ impl<'a> RawArgs<'a> {
         let mut args = RawArgs::default();
         let mut bad = None;
         let scanned = json::object(raw, 0, |key, value| {
-            let text = || RawText::of(value);
+            let text = || Some(RawText(value));
             let string = |bad: &mut Option<&'static str>| match json::string(value) {
                 Ok(s) => Some(Str(s)),
                 Err(why) => {
@@ -103,7 +100,7 @@ impl<'a> RawArgs<'a> {
                     None
                 }
             };
-            match json::key(key).as_ref() {
+            match key.as_ref() {
                 b"name" => args.name = string(&mut bad),
                 b"Input Dims" => args.input_dims = text(),
                 b"Concrete Inputs" => args.concrete_inputs = text(),
@@ -153,14 +150,14 @@ impl<'a> RawEvent<'a> {
                 }
             };
             let string = |v: &'a [u8]| json::string(v).map(|s| Some(Str(s)));
-            match json::key(key).as_ref() {
+            match key.as_ref() {
                 b"ph" => keep(string(value).map(|s| ev.ph = s)),
                 b"name" => keep(string(value).map(|s| ev.name = s)),
                 b"cat" => keep(string(value).map(|s| ev.cat = s)),
                 b"pid" => keep(Id::of(value).map(|i| ev.pid = i)),
                 b"tid" => keep(Id::of(value).map(|i| ev.tid = i)),
-                b"ts" => ev.ts = RawText::of(value),
-                b"dur" => ev.dur = RawText::of(value),
+                b"ts" => ev.ts = Some(RawText(value)),
+                b"dur" => ev.dur = Some(RawText(value)),
                 b"args" => keep(RawArgs::of(value).map(|a| ev.args = a)),
                 _ => {}
             }
@@ -240,10 +237,10 @@ mod tests {
         assert_eq!((ev.phase(), ev.cat(), ev.name()), ("X", "cpu_op", "aten::mm"));
         assert_eq!(ev.pid, Some(Id::Int(7)));
         assert_eq!(ev.tid, Some(Id::Text(Cow::Borrowed("Spans"))));
-        assert_eq!((ev.ts.map(RawText::get), ev.dur.map(RawText::get)), (Some("1.5"), Some("2")));
+        assert_eq!((ev.ts.map(RawText::get), ev.dur.map(RawText::get)), (Some(&b"1.5"[..]), Some(&b"2"[..])));
         let args = ev.args.expect("args");
-        assert_eq!(args.correlation.map(RawText::get), Some("42"));
-        assert_eq!(args.input_dims.map(RawText::get), Some("[[1, 2]]"));
+        assert_eq!(args.correlation.map(RawText::get), Some(&b"42"[..]));
+        assert_eq!(args.input_dims.map(RawText::get), Some(&b"[[1, 2]]"[..]));
         assert_eq!(args.collective_name.map(|s| s.0.into_owned()), Some("allreduce".into()));
     }
 
