@@ -517,11 +517,7 @@ fn call_shape(name: &str, dims: Option<RawText<'_>>, concrete: Option<RawText<'_
             {
                 scalars.clear();
             }
-            let max_len = [5, 6]
-                .iter()
-                .filter_map(|&i| scalars.get(i).and_then(to_u64))
-                .max()
-                .unwrap_or(*t);
+            let max_len = [5, 6].iter().filter_map(|&i| scalars.get(i).and_then(to_u64)).max().unwrap_or(*t);
             Some(CallShape::Varlen { tokens: *t, count: to_u32(count)?, max_len: to_u32(max_len.min(*t))? })
         }
         _ => None,

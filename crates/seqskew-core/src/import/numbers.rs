@@ -83,10 +83,7 @@ pub fn to_nanos(raw: impl AsRef<[u8]>, unit_ns: i64) -> Result<Nanos, NumberProb
 }
 
 fn float_to_nanos(text: &[u8], unit_ns: i64) -> Result<Nanos, NumberProblem> {
-    let v: f64 = std::str::from_utf8(text)
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .ok_or(NumberProblem::NotANumber)?;
+    let v: f64 = std::str::from_utf8(text).ok().and_then(|t| t.parse().ok()).ok_or(NumberProblem::NotANumber)?;
     let ns = v * unit_ns as f64;
     if !ns.is_finite() || ns.abs() >= 9.2e18 {
         return Err(NumberProblem::OutOfRange);

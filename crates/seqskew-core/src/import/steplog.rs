@@ -3,7 +3,6 @@
 //! and the form `seqskew summarize` writes. The format is specified in `docs/formats.md`.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 use super::json::{self, ScanError};
 use super::numbers::{seconds_to_nanos, to_u64};
@@ -50,8 +49,10 @@ struct Row {
     mb: Option<u32>,
     coords: Coords,
     host: Option<String>,
-    /// Nanoseconds per field of [`TIME_FIELDS`], where given.
-    times: [Option<Nanos>; TIME_FIELDS.len()],
+    /// Nanoseconds per field of [`TIME_FIELDS`]; bit `i` of `given` says whether field `i`
+    /// was given (half the size of an array of options: rows are held until the end).
+    times: [Nanos; TIME_FIELDS.len()],
+    given: u16,
     lengths: Option<Vec<u32>>,
     /// The lengths are padded lengths from attention shapes.
     padded: bool,
@@ -64,7 +65,8 @@ struct Row {
 
 impl Row {
     fn time(&self, field: &str) -> Option<Nanos> {
-        TIME_FIELDS.iter().position(|(f, _)| *f == field).and_then(|i| self.times.get(i).copied().flatten())
+        let i = TIME_FIELDS.iter().position(|(f, _)| *f == field)?;
+        self.times.get(i).copied().filter(|_| self.given & (1 << i) != 0)
     }
 
     /// The row's sequences, its lengths moved out (they are most of a step log's memory).
@@ -150,7 +152,8 @@ fn set_field(row: &mut Row, key: &str, value: &str, seen: &mut (bool, bool)) -> 
                     return Err(format!("{key} = {value} is longer than a training step can be (11 days)"));
                 }
                 if let Some(slot) = row.times.get_mut(i) {
-                    *slot = Some(ns);
+                    *slot = ns;
+                    row.given |= 1 << i;
                 }
             }
             // Unknown fields are tolerated: logs may carry loss, lr, and more.
@@ -158,9 +161,6 @@ fn set_field(row: &mut Row, key: &str, value: &str, seen: &mut (bool, bool)) -> 
     }
     Ok(())
 }
-
-/// A worker-step's own row and its micro-batch rows by id.
-type StepRows = (Option<Row>, BTreeMap<u32, Row>);
 
 /// Collects rows and turns them into workers.
 #[derive(Default)]
@@ -211,47 +211,53 @@ impl Rows {
         self.rows.push(row);
     }
 
-    fn finish(self, diags: &mut DiagnosticSink) -> (Vec<Worker>, ImportStats) {
-        let mut by_rank: BTreeMap<u32, BTreeMap<u64, StepRows>> = BTreeMap::new();
-        for row in self.rows {
-            let entry = by_rank.entry(row.rank).or_default().entry(row.step).or_default();
-            let (line, step, rank, mb) = (row.line, row.step, row.rank, row.mb);
-            let duplicate = match mb {
-                Some(mb) => entry.1.insert(mb, row).is_some(),
-                None => entry.0.replace(row).is_some(),
-            };
-            if duplicate {
-                diags.push(
-                    Severity::Warning,
-                    Some(Location::Line(line)),
-                    format!(
-                        "a second row for step {step} rank {rank}{}; it replaced the first",
-                        mb.map(|m| format!(" micro-batch {m}")).unwrap_or_default()
-                    ),
-                );
+    /// Groups the rows by rank, step and micro-batch by sorting them in place (they are most
+    /// of the memory: copying them into maps doubled it), then builds each worker's steps.
+    fn finish(mut self, diags: &mut DiagnosticSink) -> (Vec<Worker>, ImportStats) {
+        // The latest row first among those for one place, so that it is the one kept.
+        self.rows.sort_unstable_by_key(|r| (r.rank, r.step, r.mb, std::cmp::Reverse(r.line)));
+        let mut replaced: Vec<(u64, u64, u32, Option<u32>)> = Vec::new();
+        self.rows.dedup_by(|earlier, kept| {
+            let same = (earlier.rank, earlier.step, earlier.mb) == (kept.rank, kept.step, kept.mb);
+            if same {
+                replaced.push((kept.line, kept.step, kept.rank, kept.mb));
             }
+            same
+        });
+        replaced.sort_unstable();
+        for (line, step, rank, mb) in replaced {
+            diags.push(
+                Severity::Warning,
+                Some(Location::Line(line)),
+                format!(
+                    "a second row for step {step} rank {rank}{}; it replaced the first",
+                    mb.map(|m| format!(" micro-batch {m}")).unwrap_or_default()
+                ),
+            );
         }
-        let mut workers = Vec::with_capacity(by_rank.len());
-        for (rank, steps) in by_rank {
-            let mut worker = Worker { rank, source: self.file.clone(), ..Worker::default() };
-            let mut clock: Nanos = 0;
-            for (step, (row, mbs)) in steps {
-                let first = row.as_ref().or_else(|| mbs.values().next());
-                if let Some(r) = first {
-                    worker.coords = r.coords;
-                    worker.host = worker.host.take().or_else(|| r.host.clone());
-                }
-                match build_step(step, row, mbs, clock, diags) {
-                    Some(ws) => {
-                        clock = ws.start + ws.duration;
-                        worker.steps.push(ws);
-                    }
-                    None => {
-                        diags.push(Severity::Warning, None, format!("step {step} rank {rank} has no times; skipped"))
-                    }
-                }
+        let mut workers: Vec<Worker> = Vec::new();
+        let mut clock: Nanos = 0;
+        let mut rows = std::mem::take(&mut self.rows).into_iter().peekable();
+        while let Some(first) = rows.next() {
+            let (rank, step) = (first.rank, first.step);
+            if workers.last().is_none_or(|w| w.rank != rank) {
+                workers.push(Worker { rank, source: self.file.clone(), ..Worker::default() });
+                clock = 0;
             }
-            workers.push(worker);
+            let Some(worker) = workers.last_mut() else { continue };
+            worker.coords = first.coords;
+            worker.host = worker.host.take().or_else(|| first.host.clone());
+            let (row, mut mbs) = if first.mb.is_none() { (Some(first), Vec::new()) } else { (None, vec![first]) };
+            while let Some(mb_row) = rows.next_if(|r| (r.rank, r.step) == (rank, step)) {
+                mbs.push(mb_row);
+            }
+            match build_step(step, row, mbs, clock, diags) {
+                Some(ws) => {
+                    clock = ws.start + ws.duration;
+                    worker.steps.push(ws);
+                }
+                None => diags.push(Severity::Warning, None, format!("step {step} rank {rank} has no times; skipped")),
+            }
         }
         (workers, self.stats)
     }
@@ -261,13 +267,13 @@ impl Rows {
 fn build_step(
     step: u64,
     mut row: Option<Row>,
-    mbs: BTreeMap<u32, Row>,
+    mbs: Vec<Row>,
     clock: Nanos,
     diags: &mut DiagnosticSink,
 ) -> Option<WorkerStep> {
     let row_sequences = row.as_mut().map(Row::take_sequences);
     let micro_batches: Vec<MicroBatch> = mbs
-        .into_values()
+        .into_iter()
         .map(|mut r| {
             let fwd = r.time("fwd_s");
             let bwd = r.time("bwd_s");
@@ -638,6 +644,43 @@ mod tests {
     }
 
     /// Each JSONL line as the reader takes it: (line kept, messages).
+    #[test]
+    fn a_later_row_for_the_same_place_replaces_the_earlier() {
+        let log = [
+            r#"{"step": 2, "rank": 1, "step_s": 1.0}"#,
+            r#"{"step": 1, "rank": 1, "step_s": 1.0}"#,
+            r#"{"step": 1, "rank": 1, "mb": 0, "compute_s": 0.25}"#,
+            r#"{"step": 1, "rank": 1, "step_s": 2.0}"#,
+            r#"{"step": 1, "rank": 0, "step_s": 1.0}"#,
+            r#"{"step": 1, "rank": 1, "mb": 0, "compute_s": 0.5}"#,
+        ];
+        let mut rows = Rows::default();
+        let mut diags = DiagnosticSink::new("log.jsonl");
+        for (i, line) in log.iter().enumerate() {
+            parse_jsonl_line(&mut rows, i as u64 + 1, line.as_bytes(), &mut diags);
+        }
+        let (workers, _) = rows.finish(&mut diags);
+        let got: Vec<String> = diags.finish().into_iter().map(|d| format!("{:?} {}", d.location, d.message)).collect();
+        assert_eq!(
+            got,
+            [
+                "Some(Line(4)) a second row for step 1 rank 1; it replaced the first",
+                "Some(Line(6)) a second row for step 1 rank 1 micro-batch 0; it replaced the first",
+            ]
+        );
+        // (rank, step, duration, forward of each micro-batch)
+        let shape: Vec<(u32, u64, Nanos, Vec<Nanos>)> = workers
+            .iter()
+            .flat_map(|w| {
+                w.steps
+                    .iter()
+                    .map(|s| (w.rank, s.step, s.duration, s.micro_batches.iter().map(|m| m.forward).collect()))
+            })
+            .collect();
+        let second = 1_000_000_000;
+        assert_eq!(shape, [(0, 1, second, vec![]), (1, 1, 2 * second, vec![second / 2]), (1, 2, second, vec![])]);
+    }
+
     #[test]
     fn jsonl_lines_are_objects_or_named_problems() {
         let cases: [(&str, bool, &[&str]); 7] = [
