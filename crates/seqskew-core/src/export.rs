@@ -47,7 +47,11 @@ fn step_fields(w: &Worker, s: &WorkerStep) -> Vec<(&'static str, String)> {
     if let Some(t) = s.transfer {
         f.push(("transfer_s", seconds(t)));
     }
-    sequence_fields(&s.sequences, &mut f);
+    // A reader takes a step's sequences from its micro-batch rows when they have them, so
+    // listing them on the step row as well would only double the file.
+    if !s.micro_batches.iter().any(|m| m.sequences.is_known()) {
+        sequence_fields(&s.sequences, &mut f);
+    }
     f
 }
 

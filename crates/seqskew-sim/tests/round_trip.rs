@@ -111,6 +111,16 @@ fn check(config: &Config) {
     }
     let mut jsonl = Vec::new();
     write_steplog_jsonl(&expected, &mut jsonl).unwrap();
+    // Each document's length is written once: on its micro-batch's row, or on its step's row
+    // when the step has no micro-batch sequences.
+    let listed =
+        |rows: &[u8]| rows.split(|&b| b == b'\n').filter(|r| r.windows(9).any(|w| w == b"\"lengths\"")).count();
+    let with_lengths = |s: &seqskew_core::model::WorkerStep| {
+        let mbs = s.micro_batches.iter().filter(|m| !m.sequences.lengths.is_empty()).count();
+        if mbs > 0 { mbs } else { usize::from(!s.sequences.lengths.is_empty()) }
+    };
+    let expected_lists: usize = expected.workers.iter().flat_map(|w| &w.steps).map(with_lengths).sum();
+    assert_eq!(listed(&jsonl), expected_lists, "rows listing lengths");
     same(&digest(&imported(vec![("log.jsonl".into(), jsonl)]), EVERYTHING), &want, "step log jsonl");
     let mut csv = Vec::new();
     write_steplog_csv(&expected, &mut csv).unwrap();
