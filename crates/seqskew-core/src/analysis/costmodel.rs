@@ -32,11 +32,17 @@ impl Fit {
     }
 }
 
+/// The samples a fit can use (sequences known, a positive time), at most about 2¹⁵ of them
+/// taken at an even stride: counted first, so that a large job's samples are never all built.
+fn usable_samples(samples: impl Iterator<Item = (SeqFeatures, f64)> + Clone) -> Vec<(SeqFeatures, f64)> {
+    let usable = samples.filter(|(f, y)| f.known && y.is_finite() && *y > 0.0);
+    let every = sample_stride(usable.clone().count());
+    usable.step_by(every).collect()
+}
+
 /// Fits `y ≈ model(x)` over samples.
 pub fn fit(samples: &[(SeqFeatures, f64)]) -> Option<Fit> {
-    let usable = samples.iter().filter(|(f, y)| f.known && y.is_finite() && *y > 0.0);
-    let every = sample_stride(usable.clone().count());
-    let samples: Vec<&(SeqFeatures, f64)> = usable.step_by(every).collect();
+    let samples = usable_samples(samples.iter().copied());
     if samples.len() < 4 {
         return None;
     }
@@ -85,18 +91,19 @@ pub fn fit(samples: &[(SeqFeatures, f64)]) -> Option<Fit> {
 
 /// Per worker-step: the compute of every worker-step whose sequences are known.
 pub fn worker_step_samples(frame: &Frame) -> Vec<(SeqFeatures, f64)> {
-    frame.cells.iter().flatten().flatten().filter(|c| c.seq.known).map(|c| (c.seq, c.compute as f64)).collect()
+    usable_samples(frame.cells.iter().flatten().flatten().map(|c| (c.seq, c.compute as f64)))
 }
 
 /// Per micro-batch: forward + backward of every micro-batch whose sequences are known.
 pub fn micro_batch_samples(frame: &Frame) -> Vec<(SeqFeatures, f64)> {
-    frame
-        .cells
-        .iter()
-        .flatten()
-        .flatten()
-        .flat_map(|c| c.passes.iter().zip(&c.mb_seq).filter(|(_, s)| s.known).map(|(p, s)| (*s, (p.0 + p.1) as f64)))
-        .collect()
+    usable_samples(
+        frame
+            .cells
+            .iter()
+            .flatten()
+            .flatten()
+            .flat_map(|c| c.passes.iter().zip(&c.mb_seq).map(|(p, s)| (*s, (p.0 + p.1) as f64))),
+    )
 }
 
 #[cfg(test)]
