@@ -194,35 +194,51 @@ impl Report {
     }
 
     /// Markdown for pasting in a wiki or an issue.
+    /// The summary's points, shared by the Markdown and HTML reports: `text` makes input-derived
+    /// text safe for the format, `strong` emphasises.
+    pub(crate) fn summary_points(&self, text: impl Fn(&str) -> String, strong: impl Fn(&str) -> String) -> Vec<String> {
+        let s = &self.slowdown;
+        let j = &self.job;
+        let mut points = vec![
+            format!(
+                "Job: {} workers (dp {} × pp {}), {} steps, sequence lengths: {}",
+                j.workers,
+                j.dp,
+                j.pp,
+                j.steps,
+                text(&j.sequence_knowledge)
+            ),
+            format!(
+                "Step time {:.3} s vs ideal {:.3} s: slowdown {}, {:.1} s lost over the analysed steps",
+                s.actual_step_s,
+                s.ideal_step_s,
+                strong(&format!("S = {:.2}", s.factor)),
+                s.time_lost_s
+            ),
+        ];
+        if !s.by_cause.is_empty() {
+            let parts: Vec<String> =
+                s.by_cause.iter().map(|c| format!("{} {:.0}%", cause_title(&c.cause), c.share * 100.0)).collect();
+            points.push(format!("Slowdown by cause: {}", parts.join(", ")));
+        }
+        if let Some((rank, steps)) = self.initiators.top.first() {
+            points.push(format!(
+                "Initiating worker: rank {rank} led {steps} of {} steps ({} distinct initiators)",
+                self.stragglers.len(),
+                self.initiators.distinct
+            ));
+        }
+        points
+    }
+
     pub fn to_markdown(&self) -> String {
         use std::fmt::Write;
         let mut o = String::new();
         let v = &self.verdict;
         let _ = writeln!(o, "## seqskew: {}\n", cause_title(&v.primary));
         let _ = writeln!(o, "**{}** (confidence: {})\n", v.headline, v.confidence);
-        let s = &self.slowdown;
-        let _ = writeln!(
-            o,
-            "- Job: {} workers (dp {} × pp {}), {} steps, sequence lengths: {}",
-            self.job.workers, self.job.dp, self.job.pp, self.job.steps, self.job.sequence_knowledge
-        );
-        let _ = writeln!(
-            o,
-            "- Step time {:.3} s vs ideal {:.3} s: slowdown **S = {:.2}**, {:.1} s lost over the analysed steps",
-            s.actual_step_s, s.ideal_step_s, s.factor, s.time_lost_s
-        );
-        if !s.by_cause.is_empty() {
-            let parts: Vec<String> =
-                s.by_cause.iter().map(|c| format!("{} {:.0}%", cause_title(&c.cause), c.share * 100.0)).collect();
-            let _ = writeln!(o, "- Slowdown by cause: {}", parts.join(", "));
-        }
-        if let Some((rank, steps)) = self.initiators.top.first() {
-            let _ = writeln!(
-                o,
-                "- Initiating worker: rank {rank} led {steps} of {} steps ({} distinct initiators)",
-                self.stragglers.len(),
-                self.initiators.distinct
-            );
+        for point in self.summary_points(str::to_owned, |t| format!("**{t}**")) {
+            let _ = writeln!(o, "- {point}");
         }
         let _ = writeln!(o, "\n### Evidence\n\n| signal | value | threshold | | |\n|---|---|---|---|---|");
         for e in &self.signals {

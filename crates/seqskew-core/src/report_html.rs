@@ -32,7 +32,6 @@ impl Report {
     pub fn to_html(&self) -> String {
         let mut o = String::new();
         let v = &self.verdict;
-        let s = &self.slowdown;
         let title = cause_title(&v.primary);
         let _ = write!(
             o,
@@ -48,32 +47,8 @@ impl Report {
             escape(&v.confidence)
         );
         let _ = writeln!(o, "<ul>");
-        let _ = writeln!(
-            o,
-            "<li>Job: {} workers (dp {} × pp {}), {} steps, sequence lengths: {}</li>",
-            self.job.workers,
-            self.job.dp,
-            self.job.pp,
-            self.job.steps,
-            escape(&self.job.sequence_knowledge)
-        );
-        let _ = writeln!(
-            o,
-            "<li>Step time {:.3} s vs ideal {:.3} s: slowdown <strong>S = {:.2}</strong>, {:.1} s lost over the analysed steps</li>",
-            s.actual_step_s, s.ideal_step_s, s.factor, s.time_lost_s
-        );
-        if !s.by_cause.is_empty() {
-            let parts: Vec<String> =
-                s.by_cause.iter().map(|c| format!("{} {:.0}%", cause_title(&c.cause), c.share * 100.0)).collect();
-            let _ = writeln!(o, "<li>Slowdown by cause: {}</li>", parts.join(", "));
-        }
-        if let Some((rank, steps)) = self.initiators.top.first() {
-            let _ = writeln!(
-                o,
-                "<li>Initiating worker: rank {rank} led {steps} of {} steps ({} distinct initiators)</li>",
-                self.stragglers.len(),
-                self.initiators.distinct
-            );
+        for point in self.summary_points(escape, |t| format!("<strong>{t}</strong>")) {
+            let _ = writeln!(o, "<li>{point}</li>");
         }
         let _ = writeln!(
             o,
