@@ -139,13 +139,14 @@ impl ChromeBuilder {
     }
 
     fn class(&mut self, name: &str, cat: &str) -> NameClass {
-        if !self.classes.contains_key(cat) {
-            self.classes.insert(cat.into(), NameCache::default());
+        // Looked up by `&str` first: the category is copied only the first time it is seen.
+        if let Some(cache) = self.classes.get_mut(cat) {
+            return cache.get_or(name, |name| NameClass::of(name, cat));
         }
-        match self.classes.get_mut(cat) {
-            Some(cache) => cache.get_or(name, |name| NameClass::of(name, cat)),
-            None => NameClass::of(name, cat),
-        }
+        let mut cache = NameCache::default();
+        let class = cache.get_or(name, |name| NameClass::of(name, cat));
+        self.classes.insert(cat.into(), cache);
+        class
     }
 
     fn add(&mut self, thread: ThreadKey, name: &str, cat: &str, (start, end): (Nanos, Nanos), tags: Tags) {
