@@ -115,6 +115,21 @@ pub fn object<'a>(
     open: usize,
     mut member: impl FnMut(Cow<'a, [u8]>, &'a [u8]),
 ) -> Result<usize, ScanError> {
+    object_scanning(bytes, open, |key, start| {
+        let end = value_end(bytes, start)?;
+        member(key, bytes.get(start..end).unwrap_or_default());
+        Ok(end)
+    })
+}
+
+/// Like [`object`], but `member(key, start)` reads the value at `bytes[start]` itself and
+/// returns where it ends ([`value_end`] skips it): a nested object it wants is then scanned
+/// once, not once to find its end and again to read it.
+pub fn object_scanning<'a>(
+    bytes: &'a [u8],
+    open: usize,
+    mut member: impl FnMut(Cow<'a, [u8]>, usize) -> Result<usize, ScanError>,
+) -> Result<usize, ScanError> {
     if bytes.get(open) != Some(&b'{') {
         return Err(ScanError::Invalid("expected an object"));
     }
@@ -137,9 +152,7 @@ pub fn object<'a>(
             Some(b':') => {}
             Some(_) => return Err(ScanError::Invalid("expected ':' after a key")),
         }
-        let start = skip_ws(bytes, pos + 1);
-        let end = value_end(bytes, start)?;
-        member(key, bytes.get(start..end).unwrap_or_default());
+        let end = member(key, skip_ws(bytes, pos + 1))?;
         pos = skip_ws(bytes, end);
         match bytes.get(pos) {
             None => return Err(ScanError::Eof),

@@ -67,6 +67,9 @@ impl<'a> Id<'a> {
     }
 }
 
+/// What an event's `args` gave: its fields, none, or why a kept one is unusable.
+type ArgsOrWhyNot<'a> = Result<Option<RawArgs<'a>>, &'static str>;
+
 /// The `args` fields any importer looks at.
 #[derive(Debug, Default)]
 pub struct RawArgs<'a> {
@@ -87,11 +90,16 @@ pub struct RawArgs<'a> {
 }
 
 impl<'a> RawArgs<'a> {
-    /// The args object's fields of interest; `None` when `args` is not an object.
-    fn of(raw: &'a [u8]) -> Result<Option<Self>, &'static str> {
+    /// The args value at `bytes[start]` and where it ends. Its fields of interest when it is
+    /// an object (`None` when it is not, or is malformed: the event is kept without them); an
+    /// `Err` inside when a kept string is unusable.
+    fn scan(bytes: &'a [u8], start: usize) -> Result<(ArgsOrWhyNot<'a>, usize), ScanError> {
+        if bytes.get(start) != Some(&b'{') {
+            return Ok((Ok(None), json::value_end(bytes, start)?));
+        }
         let mut args = RawArgs::default();
         let mut bad = None;
-        let scanned = json::object(raw, 0, |key, value| {
+        let scanned = json::object(bytes, start, |key, value| {
             let text = || Some(RawText(value));
             let string = |bad: &mut Option<&'static str>| match json::string(value) {
                 Ok(s) => Some(Str(s)),
@@ -116,11 +124,13 @@ impl<'a> RawArgs<'a> {
                 _ => {}
             }
         });
-        match (scanned, bad) {
-            (_, Some(why)) => Err(why),
-            (Ok(_), None) => Ok(Some(args)),
-            (Err(_), None) => Ok(None),
-        }
+        let (args, end) = match scanned {
+            Ok(end) => (Some(args), end),
+            Err(ScanError::Eof) => return Err(ScanError::Eof),
+            // Malformed inside: skipped to its closing bracket, the event kept without it.
+            Err(ScanError::Invalid(_)) => (None, json::value_end(bytes, start)?),
+        };
+        Ok((bad.map_or(Ok(args), Err), end))
     }
 }
 
@@ -143,12 +153,20 @@ impl<'a> RawEvent<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<(Self, usize), ScanError> {
         let mut ev = RawEvent::default();
         let mut bad = None;
-        let end = json::object(bytes, 0, |key, value| {
+        let end = json::object_scanning(bytes, 0, |key, start| {
             let mut keep = |r: Result<(), &'static str>| {
                 if let Err(why) = r {
                     bad = Some(why);
                 }
             };
+            // `args` is read in the same pass that finds its end.
+            if key.as_ref() == b"args" {
+                let (args, end) = RawArgs::scan(bytes, start)?;
+                keep(args.map(|a| ev.args = a));
+                return Ok(end);
+            }
+            let end = json::value_end(bytes, start)?;
+            let value = bytes.get(start..end).unwrap_or_default();
             let string = |v: &'a [u8]| json::string(v).map(|s| Some(Str(s)));
             match key.as_ref() {
                 b"ph" => keep(string(value).map(|s| ev.ph = s)),
@@ -158,9 +176,9 @@ impl<'a> RawEvent<'a> {
                 b"tid" => keep(Id::of(value).map(|i| ev.tid = i)),
                 b"ts" => ev.ts = Some(RawText(value)),
                 b"dur" => ev.dur = Some(RawText(value)),
-                b"args" => keep(RawArgs::of(value).map(|a| ev.args = a)),
                 _ => {}
             }
+            Ok(end)
         })?;
         match bad {
             Some(why) => Err(ScanError::Invalid(why)),
@@ -242,6 +260,24 @@ mod tests {
         assert_eq!(args.correlation.map(RawText::get), Some(&b"42"[..]));
         assert_eq!(args.input_dims.map(RawText::get), Some(&b"[[1, 2]]"[..]));
         assert_eq!(args.collective_name.map(|s| s.0.into_owned()), Some("allreduce".into()));
+    }
+
+    #[test]
+    fn args_that_are_not_a_usable_object_leave_the_event_whole() {
+        for text in
+            [&br#"{"name": "a", "args": {"x" 1, "y": [2]}, "ts": 7}"#[..], br#"{"name": "a", "args": 5, "ts": 7}"#]
+        {
+            let (ev, used) = RawEvent::parse(text).expect("an event");
+            assert_eq!(
+                (ev.name(), ev.args.is_none(), used),
+                ("a", true, text.len()),
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+            assert_eq!(ev.ts.map(RawText::get), Some(&b"7"[..]));
+        }
+        let cut = br#"{"name": "a", "args": {"correlation": 4"#;
+        assert_eq!(RawEvent::parse(cut).map(|e| e.1), Err(ScanError::Eof));
     }
 
     #[test]
