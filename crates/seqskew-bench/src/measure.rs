@@ -187,6 +187,51 @@ fn machine() -> String {
     format!("{cpu}, {cores} cores, {mem:.0} GiB")
 }
 
+/// Real traces others recorded (`../shared/fixtures`, beside the repository; read in place,
+/// never copied): per-rank Kineto traces, gzipped as they were published.
+const FIXTURES: [(&str, &str); 4] = [
+    ("real Kineto.gz: DDP on A100 (HTA tests)", "hta_nccl_parser_config"),
+    ("real Kineto.gz: ResNet DDP on MI300 (TraceLens tests)", "tracelens_mi300"),
+    ("real Kineto.gz: vLLM on B200 (TraceLens tests)", "tracelens_b200"),
+    ("real Kineto.gz: DLRM, 2 ranks (HTA tests)", "hta_trace_filter"),
+];
+
+/// Measures the real traces, when `../shared/fixtures` is there; HTA too, where it can read
+/// them (it needs ProfilerSteps: a failure leaves its columns empty, not the run).
+fn fixtures(plan: &Plan, runs: usize, results: &mut Results) -> Result<(), String> {
+    let root = Path::new("../shared/fixtures");
+    for (what, dir) in FIXTURES {
+        let path = root.join(dir);
+        if !path.is_dir() {
+            eprintln!("{}: not there, skipped", path.display());
+            continue;
+        }
+        let mut samples = Vec::new();
+        for run in 0..runs {
+            eprintln!("{what}: ingest run {}/{runs}", run + 1);
+            samples.push(child(&["ingest".into(), path.display().to_string()])?);
+        }
+        let bytes = samples.first().map_or(0, |s| s.bytes);
+        let size = format!("{:.1} MB", bytes as f64 / 1e6);
+        results.inputs.push((what.into(), path.clone(), bytes));
+        results.ingest.push(Measured { what: what.into(), size: size.clone(), runs: samples });
+        if let Some((python, script)) = &plan.hta {
+            let args = [script.display().to_string(), path.display().to_string()];
+            let hta: Vec<Sample> = (0..runs)
+                .map_while(|run| {
+                    eprintln!("{what}: HTA run {}/{runs}", run + 1);
+                    program(python, &args).map_err(|e| eprintln!("  HTA could not: {e}")).ok()
+                })
+                .map(|s| Sample { bytes, ..s })
+                .collect();
+            if !hta.is_empty() {
+                results.hta.push(Measured { what: what.into(), size, runs: hta });
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn run_all(plan: &Plan) -> Result<(), String> {
     let data = plan.out.join("data");
     let sizes: &[(u64, &str)] =
@@ -217,6 +262,9 @@ pub fn run_all(plan: &Plan) -> Result<(), String> {
                 results.hta.push(m);
             }
         }
+    }
+    if !plan.quick {
+        fixtures(plan, runs, &mut results)?;
     }
     let (workers, steps) = if plan.quick { (16, 100) } else { (64, 500) };
     eprintln!("generating a {workers}×{steps} job…");
