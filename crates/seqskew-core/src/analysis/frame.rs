@@ -64,15 +64,28 @@ pub struct Cell {
     /// Nothing ran, or the host was loading data.
     pub stall: Nanos,
     pub other: Nanos,
-    /// Forward and backward compute per micro-batch, in micro-batch order; empty when unknown.
-    pub passes: Vec<(Nanos, Nanos)>,
     pub seq: SeqFeatures,
-    /// Per micro-batch, in the order of `passes`.
-    pub mb_seq: Vec<SeqFeatures>,
-    /// Per micro-batch attention time, where measured.
-    pub mb_attention: Vec<Option<Nanos>>,
+    /// In micro-batch order; empty when unknown. (One list, not one per field: a large job has
+    /// millions of cells.)
+    pub micro_batches: Vec<MicroBatchCell>,
     /// Where the worker-step is in the job: (worker index, step index within the worker).
     pub source: (usize, usize),
+}
+
+/// One micro-batch of a worker-step.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MicroBatchCell {
+    pub forward: Nanos,
+    pub backward: Nanos,
+    pub seq: SeqFeatures,
+    /// Attention time, where measured.
+    pub attention: Option<Nanos>,
+}
+
+impl MicroBatchCell {
+    pub fn compute(&self) -> Nanos {
+        self.forward + self.backward
+    }
 }
 
 impl Cell {
@@ -103,7 +116,7 @@ impl Frame {
 
     /// Does any micro-batch carry timing?
     pub fn has_micro_batches(&self) -> bool {
-        self.cells.iter().flatten().flatten().any(|c| c.passes.len() > 1)
+        self.cells.iter().flatten().flatten().any(|c| c.micro_batches.len() > 1)
     }
 }
 
@@ -166,10 +179,17 @@ pub fn build(job: &Job) -> Frame {
                 transfer: s.transfer.map(|x| x.min(t.communication())),
                 stall: t.get(SpanKind::HostStall) + t.get(SpanKind::DataLoading),
                 other: t.get(SpanKind::Other),
-                passes: s.micro_batches.iter().map(|m| (m.forward, m.backward)).collect(),
                 seq: SeqFeatures::of(&s.sequences),
-                mb_seq: s.micro_batches.iter().map(|m| SeqFeatures::of(&m.sequences)).collect(),
-                mb_attention: s.micro_batches.iter().map(|m| m.sequences.attention).collect(),
+                micro_batches: s
+                    .micro_batches
+                    .iter()
+                    .map(|m| MicroBatchCell {
+                        forward: m.forward,
+                        backward: m.backward,
+                        seq: SeqFeatures::of(&m.sequences),
+                        attention: m.sequences.attention,
+                    })
+                    .collect(),
                 source: (wi, si),
             };
             if let Some(slot) = cells.get_mut(row).and_then(|r| r.get_mut(wi)) {
@@ -204,9 +224,9 @@ fn use_attention_for_bounds(cells: &mut [Vec<Option<Cell>>]) {
             if c.seq.known && c.attention > 0 {
                 c.seq.quadratic = c.attention as f64 * scale;
             }
-            for (m, a) in c.mb_seq.iter_mut().zip(&c.mb_attention) {
-                if let (true, Some(a)) = (m.known, a.filter(|a| *a > 0)) {
-                    m.quadratic = a as f64 * scale;
+            for m in &mut c.micro_batches {
+                if let (true, Some(a)) = (m.seq.known, m.attention.filter(|a| *a > 0)) {
+                    m.seq.quadratic = a as f64 * scale;
                 }
             }
         }

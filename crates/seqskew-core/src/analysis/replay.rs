@@ -62,7 +62,7 @@ pub fn slot_steps(frame: &Frame, fit: Option<&Fit>, mb_fit: Option<&Fit>) -> Vec
                     *b = Some(cell);
                 }
             }
-            let mb_counts: Vec<usize> = best.iter().flatten().flatten().map(|c| c.passes.len()).collect();
+            let mb_counts: Vec<usize> = best.iter().flatten().flatten().map(|c| c.micro_batches.len()).collect();
             let uniform = mb_counts.first().is_some_and(|&n| n > 0 && mb_counts.iter().all(|&m| m == n));
             let slots: Vec<Vec<Option<SlotStep>>> = best
                 .iter()
@@ -71,7 +71,7 @@ pub fn slot_steps(frame: &Frame, fit: Option<&Fit>, mb_fit: Option<&Fit>) -> Vec
                         .map(|c| {
                             c.map(|c| {
                                 let passes: Vec<(f64, f64)> = if uniform {
-                                    c.passes.iter().map(|&(f, b)| (f as f64, b as f64)).collect()
+                                    c.micro_batches.iter().map(|m| (m.forward as f64, m.backward as f64)).collect()
                                 } else {
                                     vec![(c.compute as f64, 0.0)]
                                 };
@@ -84,8 +84,8 @@ pub fn slot_steps(frame: &Frame, fit: Option<&Fit>, mb_fit: Option<&Fit>) -> Vec
                                     comm: (c.comm - c.p2p) as f64,
                                     expected: fit.filter(|_| c.seq.known).map(|f| f.predict(&c.seq)),
                                     expected_passes: mb_fit
-                                        .filter(|_| uniform && c.mb_seq.iter().all(|m| m.known))
-                                        .map(|f| c.mb_seq.iter().map(|m| f.predict(m).max(0.0)).collect()),
+                                        .filter(|_| uniform && c.micro_batches.iter().all(|m| m.seq.known))
+                                        .map(|f| c.micro_batches.iter().map(|m| f.predict(&m.seq).max(0.0)).collect()),
                                 }
                             })
                         })

@@ -165,10 +165,8 @@ fn attention_on_longest(i: &Inputs<'_>) -> Signal {
     // Micro-batch level where micro-batches carry lengths and times; else worker-step level.
     let mut pairs: Vec<(f64, f64)> = Vec::new();
     for c in &cells {
-        for ((p, s), a) in c.passes.iter().zip(&c.mb_seq).zip(&c.mb_attention) {
-            if s.known {
-                pairs.push((a.map_or((p.0 + p.1) as f64, |a| a as f64), s.max_len));
-            }
+        for m in c.micro_batches.iter().filter(|m| m.seq.known) {
+            pairs.push((m.attention.unwrap_or_else(|| m.compute()) as f64, m.seq.max_len));
         }
     }
     let level = if pairs.len() >= 8 { "micro-batches" } else { "worker-steps" };
@@ -198,8 +196,8 @@ fn attention_on_longest(i: &Inputs<'_>) -> Signal {
     // Timing signature: how unequal the micro-batches of one worker-step are.
     let dispersion: Vec<f64> = cells
         .iter()
-        .filter(|c| c.passes.len() >= 2)
-        .map(|c| cv(&c.passes.iter().map(|p| (p.0 + p.1) as f64).collect::<Vec<_>>()))
+        .filter(|c| c.micro_batches.len() >= 2)
+        .map(|c| cv(&c.micro_batches.iter().map(|m| m.compute() as f64).collect::<Vec<_>>()))
         .collect();
     if dispersion.is_empty() {
         return not_applicable(ID, NAME, 0.5, "No sequence lengths and no micro-batch timings to test this.");
