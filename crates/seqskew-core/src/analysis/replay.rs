@@ -124,30 +124,35 @@ pub fn replay_step(step: &StepSlots) -> f64 {
     let pipelined = stages > 1 && micro_batches > 1;
     let mut arrivals: Vec<f64> = vec![0.0; stages];
     for d in 0..dps {
-        let column: Vec<Option<&SlotStep>> = step.slots.iter().map(|row| row.get(d).and_then(Option::as_ref)).collect();
-        if pipelined && column.iter().all(Option::is_some) {
-            // Replay in integer nanoseconds through the shared schedule.
-            let ready: Vec<i64> = column.iter().map(|s| s.map_or(0, |s| s.stall as i64)).collect();
-            let duration = |p: usize, m: usize, backward: bool| -> i64 {
-                column
-                    .get(p)
-                    .copied()
-                    .flatten()
-                    .and_then(|s| s.passes.get(m))
-                    .map_or(0, |&(f, b)| if backward { b } else { f } as i64)
-            };
-            let timings = replay_pipeline(&ready, micro_batches, &duration, 0);
-            for (p, stage) in timings.iter().enumerate() {
-                let end = stage.iter().map(|t| t.end).max().unwrap_or(0) as f64;
-                if let Some(a) = arrivals.get_mut(p) {
-                    *a = a.max(end);
+        // A column of replicas is built only to replay a pipeline (this runs for every slot of
+        // every step, several times over).
+        if pipelined {
+            let column: Vec<Option<&SlotStep>> =
+                step.slots.iter().map(|row| row.get(d).and_then(Option::as_ref)).collect();
+            if column.iter().all(Option::is_some) {
+                // Replay in integer nanoseconds through the shared schedule.
+                let ready: Vec<i64> = column.iter().map(|s| s.map_or(0, |s| s.stall as i64)).collect();
+                let duration = |p: usize, m: usize, backward: bool| -> i64 {
+                    column
+                        .get(p)
+                        .copied()
+                        .flatten()
+                        .and_then(|s| s.passes.get(m))
+                        .map_or(0, |&(f, b)| if backward { b } else { f } as i64)
+                };
+                let timings = replay_pipeline(&ready, micro_batches, &duration, 0);
+                for (p, stage) in timings.iter().enumerate() {
+                    let end = stage.iter().map(|t| t.end).max().unwrap_or(0) as f64;
+                    if let Some(a) = arrivals.get_mut(p) {
+                        *a = a.max(end);
+                    }
                 }
+                continue;
             }
-        } else {
-            for (p, s) in column.iter().enumerate() {
-                if let (Some(s), Some(a)) = (s, arrivals.get_mut(p)) {
-                    *a = a.max(s.stall + s.compute());
-                }
+        }
+        for (p, row) in step.slots.iter().enumerate() {
+            if let (Some(s), Some(a)) = (row.get(d).and_then(Option::as_ref), arrivals.get_mut(p)) {
+                *a = a.max(s.stall + s.compute());
             }
         }
     }
