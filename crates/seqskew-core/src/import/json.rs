@@ -186,17 +186,27 @@ pub fn array<'a>(bytes: &'a [u8], open: usize, mut element: impl FnMut(&'a [u8])
     }
 }
 
-/// A flat array of non-negative integers (`[8, 4096, 16, 128]`); `None` for anything else.
-pub fn integers(raw: &[u8]) -> Option<Vec<u64>> {
-    let mut out = Vec::new();
-    let mut all = true;
-    let end = array(raw, 0, |v| match std::str::from_utf8(v).ok().and_then(|t| t.parse().ok()) {
-        Some(n) => out.push(n),
-        None => all = false,
+/// A tensor shape as profilers record it: a flat array of up to [`MAX_DIMS`] non-negative
+/// integers (`[8, 4096, 16, 128]`), as the dimensions and their count; `None` for anything
+/// else. Nothing is allocated: attention calls are frequent.
+pub fn shape(raw: &[u8]) -> Option<([u64; MAX_DIMS], usize)> {
+    let mut dims = [0u64; MAX_DIMS];
+    let mut n = 0usize;
+    let mut flat = true;
+    let end = array(raw, 0, |v| {
+        let dim = std::str::from_utf8(v).ok().and_then(|t| t.parse().ok());
+        match (dim, dims.get_mut(n)) {
+            (Some(d), Some(slot)) => *slot = d,
+            _ => flat = false,
+        }
+        n += 1;
     })
     .ok()?;
-    (all && end == raw.len()).then_some(out)
+    (flat && end == raw.len()).then_some((dims, n))
 }
+
+/// The most dimensions [`shape`] reads.
+pub const MAX_DIMS: usize = 4;
 
 /// A raw JSON string (quotes included) as text: borrowed unless it has escapes. Control
 /// characters and invalid UTF-8 are errors, as in JSON.
@@ -283,10 +293,11 @@ mod tests {
         assert_eq!(array(b"[]", 0, |_| {}), Ok(2));
         assert_eq!(array(b"[1, 2", 0, |_| {}), Err(ScanError::Eof));
         assert!(matches!(array(b"[1 2]", 0, |_| {}), Err(ScanError::Invalid(_))));
-        assert_eq!(integers(b"[8, 4096, 16, 128]"), Some(vec![8, 4096, 16, 128]));
-        assert_eq!(integers(b"[ ]"), Some(vec![]));
-        for not_flat in [&b"[1, [2]]"[..], b"[1.5]", b"[-1]", b"[\"1\"]", b"[1] x", b"7"] {
-            assert_eq!(integers(not_flat), None, "{}", String::from_utf8_lossy(not_flat));
+        assert_eq!(shape(b"[8, 4096, 16, 128]"), Some(([8, 4096, 16, 128], 4)));
+        assert_eq!(shape(b"[23]"), Some(([23, 0, 0, 0], 1)));
+        assert_eq!(shape(b"[ ]"), Some(([0; 4], 0)));
+        for not_a_shape in [&b"[1, [2]]"[..], b"[1.5]", b"[-1]", b"[\"1\"]", b"[1] x", b"7", b"[1, 2, 3, 4, 5]"] {
+            assert_eq!(shape(not_a_shape), None, "{}", String::from_utf8_lossy(not_a_shape));
         }
     }
 }

@@ -492,12 +492,21 @@ fn sequences_of(calls: &[CallShape]) -> Sequences {
 
 /// Sequence information in an attention op's recorded shapes.
 fn call_shape(name: &str, dims: Option<RawText<'_>>, concrete: Option<RawText<'_>>) -> Option<CallShape> {
-    // Read with the scanner, not into serde values: attention calls are frequent.
-    let mut shapes = Vec::new();
-    json::array(dims?.get(), 0, |v| shapes.push(json::integers(v))).ok()?;
-    let q = shapes.first()?.as_ref()?;
+    // Read with the scanner, keeping only what is used: attention calls are frequent. The
+    // query's shape comes first; for varlen calls, cu_seqlens is the first 1-D input after it.
+    let (mut query, mut cu_seqlens, mut index) = (None, None, 0);
+    json::array(dims?.get(), 0, |v| {
+        match (index, json::shape(v)) {
+            (0, s) => query = s,
+            (_, Some(([n, ..], 1))) if cu_seqlens.is_none() => cu_seqlens = Some(n),
+            _ => {}
+        }
+        index += 1;
+    })
+    .ok()?;
+    let (dims, n) = query?;
     let to_u32 = |v: u64| u32::try_from(v).ok();
-    match q.as_slice() {
+    match dims.get(..n)? {
         // SDPA family: [B, H, S, D]; flash/efficient kernels and flash_attn_func: [B, S, H, D].
         [b, x, y, _] => {
             let seq_dim_first = ["flash_attention_forward", "efficient_attention_forward", "flash_attn"]
@@ -506,18 +515,22 @@ fn call_shape(name: &str, dims: Option<RawText<'_>>, concrete: Option<RawText<'_
             let len = if seq_dim_first { *x } else { *y };
             Some(CallShape::Dense { batch: to_u32(*b)?, len: to_u32(len)? })
         }
-        // Varlen: q [T, H, D], then cu_seqlens [n + 1]; max_seqlen among the scalar inputs.
+        // Varlen: q [T, H, D], then cu_seqlens [n + 1]; max_seqlen among the scalar inputs
+        // (the 6th and 7th).
         [t, _, _] => {
-            let cu = shapes.iter().skip(1).flatten().find(|s| s.len() == 1)?;
-            let count = cu.first()?.checked_sub(1)?;
-            let mut scalars = Vec::new();
+            let count = cu_seqlens?.checked_sub(1)?;
+            let mut max_seqlen = None;
+            let mut index = 0;
+            let listed = concrete.map(|c| {
+                json::array(c.get(), 0, |v| {
+                    if matches!(index, 5 | 6) {
+                        max_seqlen = max_seqlen.max(to_u64(v));
+                    }
+                    index += 1;
+                })
+            });
             // Of a malformed list, not even the scalars before the fault are trusted.
-            if let Some(c) = concrete
-                && json::array(c.get(), 0, |v| scalars.push(v)).is_err()
-            {
-                scalars.clear();
-            }
-            let max_len = [5, 6].iter().filter_map(|&i| scalars.get(i).and_then(to_u64)).max().unwrap_or(*t);
+            let max_len = max_seqlen.filter(|_| matches!(listed, Some(Ok(_)))).unwrap_or(*t);
             Some(CallShape::Varlen { tokens: *t, count: to_u32(count)?, max_len: to_u32(max_len.min(*t))? })
         }
         _ => None,
