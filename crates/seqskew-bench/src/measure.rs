@@ -188,19 +188,21 @@ fn machine() -> String {
 }
 
 /// Real traces others recorded (`../shared/fixtures`, beside the repository; read in place,
-/// never copied): per-rank Kineto traces, gzipped as they were published.
-const FIXTURES: [(&str, &str); 4] = [
-    ("real Kineto.gz: DDP on A100 (HTA tests)", "hta_nccl_parser_config"),
-    ("real Kineto.gz: ResNet DDP on MI300 (TraceLens tests)", "tracelens_mi300"),
-    ("real Kineto.gz: vLLM on B200 (TraceLens tests)", "tracelens_b200"),
-    ("real Kineto.gz: DLRM, 2 ranks (HTA tests)", "hta_trace_filter"),
+/// never copied): per-rank Kineto traces, gzipped as they were published. The last field says
+/// whether the browser run drops it too: the vLLM trace is inference (no training steps, so
+/// no verdict to wait for).
+const FIXTURES: [(&str, &str, bool); 4] = [
+    ("real Kineto.gz: DDP on A100 (HTA tests)", "hta_nccl_parser_config", true),
+    ("real Kineto.gz: ResNet DDP on MI300 (TraceLens tests)", "tracelens_mi300", true),
+    ("real Kineto.gz: vLLM inference on B200 (TraceLens tests)", "tracelens_b200", false),
+    ("real Kineto.gz: DLRM, 2 ranks (HTA tests)", "hta_trace_filter", true),
 ];
 
 /// Measures the real traces, when `../shared/fixtures` is there; HTA too, where it can read
 /// them (it needs ProfilerSteps: a failure leaves its columns empty, not the run).
 fn fixtures(plan: &Plan, runs: usize, results: &mut Results) -> Result<(), String> {
     let root = Path::new("../shared/fixtures");
-    for (what, dir) in FIXTURES {
+    for (what, dir, in_browser) in FIXTURES {
         let path = root.join(dir);
         if !path.is_dir() {
             eprintln!("{}: not there, skipped", path.display());
@@ -213,7 +215,9 @@ fn fixtures(plan: &Plan, runs: usize, results: &mut Results) -> Result<(), Strin
         }
         let bytes = samples.first().map_or(0, |s| s.bytes);
         let size = format!("{:.1} MB", bytes as f64 / 1e6);
-        results.inputs.push((what.into(), path.clone(), bytes));
+        if in_browser {
+            results.inputs.push((what.into(), path.clone(), bytes));
+        }
         results.ingest.push(Measured { what: what.into(), size: size.clone(), runs: samples });
         if let Some((python, script)) = &plan.hta {
             let args = [script.display().to_string(), path.display().to_string()];
