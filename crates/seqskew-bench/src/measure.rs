@@ -187,6 +187,16 @@ fn machine() -> String {
     format!("{cpu}, {cores} cores, {mem:.0} GiB")
 }
 
+/// `runs` timings of seqskew reading `path`, each in a fresh process.
+fn ingest_runs(path: &Path, runs: usize) -> Result<Vec<Sample>, String> {
+    (0..runs)
+        .map(|run| {
+            eprintln!("  ingest run {}/{runs}", run + 1);
+            child(&["ingest".into(), path.display().to_string()])
+        })
+        .collect()
+}
+
 /// Real traces others recorded (`../shared/fixtures`, beside the repository; read in place,
 /// never copied): per-rank Kineto traces, gzipped as they were published. The last field says
 /// whether the browser run drops it too: the vLLM trace is inference (no training steps, so
@@ -208,11 +218,8 @@ fn fixtures(plan: &Plan, runs: usize, results: &mut Results) -> Result<(), Strin
             eprintln!("{}: not there, skipped", path.display());
             continue;
         }
-        let mut samples = Vec::new();
-        for run in 0..runs {
-            eprintln!("{what}: ingest run {}/{runs}", run + 1);
-            samples.push(child(&["ingest".into(), path.display().to_string()])?);
-        }
+        eprintln!("{what}:");
+        let samples = ingest_runs(&path, runs)?;
         let bytes = samples.first().map_or(0, |s| s.bytes);
         let size = format!("{:.1} MB", bytes as f64 / 1e6);
         if in_browser {
@@ -223,7 +230,7 @@ fn fixtures(plan: &Plan, runs: usize, results: &mut Results) -> Result<(), Strin
             let args = [script.display().to_string(), path.display().to_string()];
             let hta: Vec<Sample> = (0..runs)
                 .map_while(|run| {
-                    eprintln!("{what}: HTA run {}/{runs}", run + 1);
+                    eprintln!("  HTA run {}/{runs}", run + 1);
                     program(python, &args).map_err(|e| eprintln!("  HTA could not: {e}")).ok()
                 })
                 .map(|s| Sample { bytes, ..s })
@@ -247,12 +254,8 @@ pub fn run_all(plan: &Plan) -> Result<(), String> {
             eprintln!("generating {} ({size})…", kind.name());
             let (path, bytes) = input(&data, kind, target).map_err(|e| e.to_string())?;
             results.inputs.push((format!("{} {size}", kind.name()), path.clone(), bytes));
-            let mut m = Measured { what: kind.name().into(), size: size.into(), runs: Vec::new() };
-            for run in 0..runs {
-                eprintln!("  ingest run {}/{runs}", run + 1);
-                m.runs.push(child(&["ingest".into(), path.display().to_string()])?);
-            }
-            results.ingest.push(m);
+            let samples = ingest_runs(&path, runs)?;
+            results.ingest.push(Measured { what: kind.name().into(), size: size.into(), runs: samples });
             // HTA on the 50 MB inputs only: on 1 GB it ran for over 15 minutes without finishing.
             if let (Some((python, script)), Kind::Kineto | Kind::KinetoGz, true) =
                 (&plan.hta, kind, target <= HTA_MAX_BYTES)
