@@ -1,11 +1,13 @@
 //! A small borrowed JSON scanner for the importers' hot path: one pass over an object's
-//! members, borrowing keys and raw value text, validating only what a caller keeps.
+//! members or an array's elements, borrowing keys and raw value text, validating only what a
+//! caller keeps.
 //!
 //! Traces are mostly fields and events the importers ignore. serde_json validated and walked
 //! every byte of them into structs (about 140 MB/s); the scanner only finds where each value
 //! ends (strings by `memchr`, containers by their brackets), so skipped content costs little.
 //! What is kept is checked where it is used: strings by [`string`], numbers by the number
-//! parsers. serde_json still reads top-level values and the shapes of a few args.
+//! parsers. serde_json still reads top-level values, escaped strings and the Chrome importer's
+//! length lists.
 
 use std::borrow::Cow;
 

@@ -101,6 +101,8 @@ pub fn to_duration(raw: impl AsRef<[u8]>, unit_ns: i64) -> Result<Nanos, NumberP
 pub fn to_u64(raw: impl AsRef<[u8]>) -> Option<u64> {
     let text = unquoted(raw.as_ref());
     let digits = text.strip_suffix(b".0").unwrap_or(text);
+    // A leading '+' is allowed, as `str::parse` allowed it when this read text.
+    let digits = digits.strip_prefix(b"+").unwrap_or(digits);
     if digits.is_empty() {
         return None;
     }
@@ -159,6 +161,8 @@ mod tests {
         assert_eq!(to_u64("18446744073709551616"), None);
         assert_eq!(to_u64(""), None);
         assert_eq!(to_u64("1x"), None);
+        assert_eq!(to_u64("+7"), Some(7));
+        assert_eq!(to_u64("+"), None);
         assert_eq!(seconds_to_nanos("0.532"), Ok(532_000_000));
     }
 }
