@@ -101,9 +101,9 @@ mod tests {
             .flat_map(|i| {
                 let t = f64::from(i) * 10.0;
                 [
-                    LaneSpan { start: t, duration: 6.0, kind: SpanKind::Compute, micro_batch: None },
-                    LaneSpan { start: t + 6.0, duration: 1.0, kind: SpanKind::Attention, micro_batch: None },
-                    LaneSpan { start: t + 7.0, duration: 3.0, kind: SpanKind::Communication, micro_batch: None },
+                    LaneSpan::new(t, 6.0, SpanKind::Compute, None),
+                    LaneSpan::new(t + 6.0, 1.0, SpanKind::Attention, None),
+                    LaneSpan::new(t + 7.0, 3.0, SpanKind::Communication, None),
                 ]
             })
             .collect();

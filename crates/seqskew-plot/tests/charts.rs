@@ -354,7 +354,7 @@ fn job() -> Job {
 
 #[test]
 fn timeline_data_is_relative_milliseconds_by_stage() {
-    let data = timeline_data(&job());
+    let data = timeline_data(job());
     assert_eq!(data.stages, 2);
     assert_eq!(data.end, 200.0);
     assert_eq!(data.extent(), (0.0, 200.0));
@@ -364,10 +364,7 @@ fn timeline_data_is_relative_milliseconds_by_stage() {
     let second = &lane.steps[1];
     assert_eq!((second.step, second.start, second.duration), (2, 100.0, 100.0));
     assert_eq!(lane.spans_of(second).len(), 5);
-    assert_eq!(
-        lane.spans_of(second)[1],
-        LaneSpan { start: 112.0, duration: 30.0, kind: SpanKind::Compute, micro_batch: Some(0) }
-    );
+    assert_eq!(lane.spans_of(second)[1], LaneSpan::new(112.0, 30.0, SpanKind::Compute, Some(0)));
     assert_eq!(data.step_window(2), Some((100.0, 200.0)));
     assert_eq!(data.lane_of_worker(1), Some(1));
     assert_eq!(data.span_count(), 24);
@@ -375,7 +372,7 @@ fn timeline_data_is_relative_milliseconds_by_stage() {
 
 #[test]
 fn timeline_draws_every_span_at_full_detail() {
-    let data = timeline_data(&job());
+    let data = timeline_data(job());
     let plot = timeline_plot_rect(SIZE);
     let layer = timeline_rects(&data, data.extent(), (plot.width, plot.height));
     assert!(!layer.aggregated);
@@ -402,15 +399,14 @@ fn timeline_draws_every_span_at_full_detail() {
 
 #[test]
 fn timeline_switches_units_for_long_windows() {
-    let mut data = timeline_data(&job());
+    let mut data = timeline_data(job());
     for lane in &mut data.lanes {
         for s in &mut lane.steps {
             s.start *= 100.0;
             s.duration *= 100.0;
         }
         for p in &mut lane.spans {
-            p.start *= 100.0;
-            p.duration *= 100.0;
+            *p = LaneSpan::new(p.start * 100.0, p.duration() * 100.0, p.kind, p.micro_batch());
         }
     }
     data.end *= 100.0;
@@ -420,7 +416,7 @@ fn timeline_switches_units_for_long_windows() {
 
 #[test]
 fn hit_test_finds_the_span_under_a_pixel() {
-    let data = timeline_data(&job());
+    let data = timeline_data(job());
     let window = data.extent();
     let plot = timeline_plot_rect(SIZE);
     let x_of = |t: f64| plot.left + (t / 200.0 * f64::from(plot.width)) as i32;
@@ -456,9 +452,9 @@ fn huge_timeline() -> TimelineData {
                     let t = s as f64 * 100.0;
                     let third = if (2048..2112).contains(&w) { SpanKind::HostStall } else { SpanKind::Communication };
                     let spans = vec![
-                        LaneSpan { start: t, duration: 50.0, kind: SpanKind::Compute, micro_batch: None },
-                        LaneSpan { start: t + 50.0, duration: 20.0, kind: SpanKind::Attention, micro_batch: None },
-                        LaneSpan { start: t + 70.0, duration: 30.0, kind: third, micro_batch: None },
+                        LaneSpan::new(t, 50.0, SpanKind::Compute, None),
+                        LaneSpan::new(t + 50.0, 20.0, SpanKind::Attention, None),
+                        LaneSpan::new(t + 70.0, 30.0, third, None),
                     ];
                     (LaneStep { step: s, start: t, duration: 100.0, ..LaneStep::default() }, spans)
                 })
@@ -506,7 +502,7 @@ fn timeline_pixels_are_the_rectangles_rasterised() {
     // The canvas draws timeline_pixels, SVG export timeline_rects: the same picture, at every
     // level of detail (full detail, lanes with rows of their own, lanes sharing rows).
     let huge = huge_timeline();
-    let small = timeline_data(&job());
+    let small = timeline_data(job());
     let cases = [
         (&small, small.extent(), (600, 300), false),
         (&small, (40.0, 130.0), (333, 47), false),
@@ -531,7 +527,7 @@ fn timeline_pixels_are_the_rectangles_rasterised() {
 
 #[test]
 fn a_custom_layer_gets_the_lanes_rectangle_and_names_the_level_of_detail() {
-    let data = timeline_data(&job());
+    let data = timeline_data(job());
     let mut got = None;
     let svg = render_svg(SIZE, |a| {
         timeline_with_layer(a, &data, (f64::NAN, 150.0), None, &[], |window, plot| {
@@ -549,7 +545,7 @@ fn a_custom_layer_gets_the_lanes_rectangle_and_names_the_level_of_detail() {
 #[test]
 fn timeline_layout_matches_plotters_at_any_size() {
     // timeline() debug-asserts that hit_test's rectangle is plotters' plotting area.
-    let data = timeline_data(&job());
+    let data = timeline_data(job());
     for size in [(800, 500), (1280, 720), (401, 333), (300, 200), (150, 100), (0, 0)] {
         render_svg(size, |a| timeline(a, &data, data.extent(), None, &[])).unwrap();
     }
@@ -619,7 +615,7 @@ fn pipeline_chart_labels_passes_and_stages() {
 #[test]
 fn tiny_areas_never_panic() {
     let v = views();
-    let data = timeline_data(&job());
+    let data = timeline_data(job());
     let pipe = pipeline_data(&job(), 1, 0).unwrap();
     let s = steps();
     for size in [(0, 0), (1, 1), (50, 30), (120, 90)] {

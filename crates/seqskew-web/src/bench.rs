@@ -53,7 +53,7 @@ pub fn synthetic_timeline(workers: u32, steps: u32) -> TimelineData {
                     let compute = if h.is_multiple_of(16) { 30.0 } else { 45.0 + 20.0 * jitter };
                     let attention = 10.0 + 10.0 * (1.0 - jitter);
                     let last = if w % 64 == 63 { SpanKind::HostStall } else { SpanKind::Communication };
-                    let span = |start: f64, duration: f64, kind| LaneSpan { start, duration, kind, micro_batch: None };
+                    let span = |start: f64, duration: f64, kind| LaneSpan::new(start, duration, kind, None);
                     let spans = vec![
                         span(t, compute, SpanKind::Compute),
                         span(t + compute, attention, SpanKind::Attention),
@@ -106,7 +106,8 @@ mod tests {
         assert_eq!((data.lanes.len(), data.extent()), (3, (0.0, 500.0)));
         for lane in &data.lanes {
             assert_eq!(lane.spans.len(), 15);
-            assert!(lane.spans.windows(2).all(|p| (p[0].end() - p[1].start).abs() < 1e-9));
+            // Durations are f32s rounded down: each span ends at, or a hair before, the next start.
+            assert!(lane.spans.windows(2).all(|p| p[0].end() <= p[1].start && p[1].start - p[0].end() < 1e-4));
         }
     }
 }

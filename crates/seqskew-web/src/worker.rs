@@ -15,6 +15,10 @@ use crate::protocol::{InputFile, JobResult, JsCodec, Progress, Request, Response
 /// Bytes read per slice: large enough to amortise the call, small enough to stay responsive.
 pub const SLICE_BYTES: u64 = 32 << 20;
 
+/// A slice enters WebAssembly memory this much at a time, through one reused buffer: the
+/// memory never shrinks, so a 32 MiB copy would stay part of the worker for good.
+const FEED_BYTES: usize = 1 << 20;
+
 /// Memory one file's importer may hold before the file is given up with a clear message. The
 /// worker's WebAssembly memory is 4 GiB at most; the file's model, the other files' and the
 /// analysis need the rest. (A merged Chrome trace holds about half its size until its end.)
@@ -48,6 +52,8 @@ struct RunningJob {
     index: usize,
     offset: u64,
     ingest: Option<FileIngest>,
+    /// Where each piece of a slice is copied before it is fed.
+    buffer: Vec<u8>,
     imports: Vec<FileImport>,
     bytes_done: u64,
     bytes_total: u64,
@@ -66,7 +72,7 @@ pub struct AnalysisWorker {
 
 /// Runs a whole job synchronously, returning the payload `Done` would carry (tests, and
 /// callers that already are off the page's thread).
-pub fn run_to_completion(files: Vec<InputFile>, slice_bytes: u64) -> Vec<u8> {
+pub fn run_to_completion(files: Vec<InputFile>, slice_bytes: u64) -> js_sys::Uint8Array {
     let mut job = RunningJob::new(0, files, slice_bytes);
     while job.read_next_slice() {}
     encode_result(&job.finish())
@@ -136,6 +142,7 @@ impl RunningJob {
             index: 0,
             offset: 0,
             ingest: None,
+            buffer: Vec::new(),
             imports: Vec::new(),
             bytes_done: 0,
             bytes_total,
@@ -165,12 +172,12 @@ impl RunningJob {
         let read = if self.offset < end && !ingest.is_rejected() {
             read_slice(&file.blob, self.offset, end)
         } else {
-            Ok(Vec::new())
+            Ok(js_sys::Uint8Array::new_with_length(0))
         };
         match read {
-            Ok(bytes) if !bytes.is_empty() => {
-                ingest.feed(&bytes);
-                self.bytes_done += bytes.len() as u64;
+            Ok(bytes) if bytes.length() > 0 => {
+                feed_in_pieces(ingest, &bytes, &mut self.buffer);
+                self.bytes_done += u64::from(bytes.length());
                 self.offset = end;
                 if end < file.size && !ingest.is_rejected() {
                     return true;
@@ -209,7 +216,6 @@ impl RunningJob {
         let assembled = assemble_owned(self.imports);
         let job = &assembled.job;
         let analysis = (!job.workers.is_empty()).then(|| analyze(&assembled, &files));
-        let timeline = (!job.workers.is_empty()).then(|| seqskew_plot::timeline::timeline_data(job));
         let pipelines = match &analysis {
             Some(a) if a.report.job.pp > 1 => a
                 .views
@@ -223,15 +229,10 @@ impl RunningJob {
                 .collect(),
             _ => Vec::new(),
         };
-        JobResult {
-            job_diagnostics: assembled.diagnostics.clone(),
-            workers: job.workers.len(),
-            steps: job.steps().len(),
-            files,
-            analysis,
-            timeline,
-            pipelines,
-        }
+        let (workers, steps) = (job.workers.len(), job.steps().len());
+        // Last, as it consumes the job: its spans are freed while the timeline's are made.
+        let timeline = (workers > 0).then(|| seqskew_plot::timeline::timeline_data(assembled.job));
+        JobResult { job_diagnostics: assembled.diagnostics, workers, steps, files, analysis, timeline, pipelines }
     }
 }
 
@@ -248,12 +249,25 @@ pub fn example_file(preset: &str) -> Result<InputFile, String> {
     Ok(InputFile { name: format!("{preset}.trace.json"), size: bytes.len() as u64, blob })
 }
 
-fn read_slice(blob: &web_sys::Blob, start: u64, end: u64) -> Result<Vec<u8>, String> {
+/// Feeds a slice read into JavaScript memory to the importer, [`FEED_BYTES`] at a time.
+fn feed_in_pieces(ingest: &mut FileIngest, bytes: &js_sys::Uint8Array, buffer: &mut Vec<u8>) {
+    let total = bytes.length();
+    let mut at = 0;
+    while at < total {
+        let end = total.min(at.saturating_add(FEED_BYTES as u32));
+        buffer.resize((end - at) as usize, 0);
+        bytes.subarray(at, end).copy_to(buffer);
+        ingest.feed(buffer);
+        at = end;
+    }
+}
+
+fn read_slice(blob: &web_sys::Blob, start: u64, end: u64) -> Result<js_sys::Uint8Array, String> {
     let describe = |e: wasm_bindgen::JsValue| {
         e.dyn_ref::<js_sys::Error>().map_or_else(|| format!("{e:?}"), |e| String::from(e.message()))
     };
     let slice = blob.slice_with_f64_and_f64(start as f64, end as f64).map_err(describe)?;
     let reader = web_sys::FileReaderSync::new().map_err(describe)?;
     let buffer = reader.read_as_array_buffer(&slice).map_err(describe)?;
-    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+    Ok(js_sys::Uint8Array::new(&buffer))
 }

@@ -3,7 +3,6 @@
 
 use gloo::worker::Codec;
 use seqskew_web::protocol::{InputFile, JsCodec, Request, Response};
-use wasm_bindgen::JsCast;
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -20,13 +19,41 @@ fn blobs_and_payloads_cross_the_codec_as_themselves() {
     assert_eq!(files[0].blob.size(), 5.0);
     assert!(js_sys::Object::is(&files[0].blob, &blob), "the blob was copied instead of passed");
 
-    let response = Response::Done { job: 3, payload: vec![1, 2, 3] };
-    let value = JsCodec::encode(response);
+    let sent = js_sys::Uint8Array::from(&[1u8, 2, 3][..]);
+    let value = JsCodec::encode(Response::Done { job: 3, payload: sent.clone() });
     let payload =
         js_sys::Reflect::get(&js_sys::Reflect::get(&value, &"Done".into()).unwrap(), &"payload".into()).unwrap();
-    assert!(payload.is_instance_of::<js_sys::Uint8Array>(), "payload should be one Uint8Array");
+    assert!(js_sys::Object::is(&payload, &sent), "the payload should pass as the same Uint8Array");
     let Response::Done { payload, .. } = JsCodec::decode::<Response>(value) else { panic!("wrong variant") };
-    assert_eq!(payload, vec![1, 2, 3]);
+    assert_eq!(payload.to_vec(), vec![1, 2, 3]);
+}
+
+#[wasm_bindgen_test]
+fn results_round_trip_through_javascript_memory_with_spans_packed() {
+    use seqskew_core::model::SpanKind;
+    use seqskew_plot::timeline::{Lane, LaneSpan, LaneStep, TimelineData};
+    use seqskew_web::protocol::{JobResult, decode_result, encode_result};
+
+    // More spans than one 64 KiB piece holds, so reading and writing cross pieces.
+    let n = 10_000;
+    let spans = (0..n).map(|i| {
+        let kind = SpanKind::ALL[i % SpanKind::ALL.len()];
+        LaneSpan::new(i as f64 * 1.5, 1.25, kind, (i % 3 > 0).then_some(i as u32 % 7))
+    });
+    let step = LaneStep { step: 1, start: 0.0, duration: 1.5 * n as f64, ..LaneStep::default() };
+    let lane = Lane::new(0, "rank 0".into(), 0, vec![(step, spans.collect())]);
+    let result = JobResult {
+        workers: 1,
+        steps: 1,
+        timeline: Some(TimelineData { lanes: vec![lane], stages: 1, end: 1.5 * n as f64 }),
+        ..JobResult::default()
+    };
+    let payload = encode_result(&result);
+    // 15 bytes a span (start, duration, kind, micro-batch), plus 2 for the lane's summary.
+    assert!(payload.length() as usize <= n * 17 + 500, "{} bytes", payload.length());
+    assert_eq!(decode_result(&payload), Ok(result));
+    // A cut payload is an error, not a panic.
+    assert!(decode_result(&payload.subarray(0, payload.length() / 2)).is_err());
 }
 
 mod components {

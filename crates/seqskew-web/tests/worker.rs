@@ -32,6 +32,23 @@ fn slices_cover_a_file_larger_than_one_slice() {
 }
 
 #[wasm_bindgen_test]
+fn a_slice_larger_than_one_feed_is_fed_whole() {
+    // 2.5 MiB in one 4 MiB slice: it enters WebAssembly memory in 1 MiB pieces that cut lines.
+    let line =
+        |step: u32| format!("{{\"step\":{step},\"rank\":0,\"step_s\":1.0,\"lengths\":[{}]}}\n", step % 900 + 100);
+    let mut log = String::new();
+    let mut steps = 0;
+    while log.len() < 5 << 19 {
+        steps += 1;
+        log.push_str(&line(steps));
+    }
+    let result =
+        decode_result(&run_to_completion(vec![blob_file("big.jsonl", log.as_bytes())], 4 << 20)).expect("a result");
+    assert_eq!(result.steps, steps as usize);
+    assert!(result.files[0].diagnostics.is_empty(), "{:?}", result.files[0].diagnostics);
+}
+
+#[wasm_bindgen_test]
 fn the_examples_are_diagnosed_in_the_worker_as_the_simulator_meant() {
     for (preset, cause) in [("seqlen-imbalance", "sequence_length_imbalance"), ("seqlen-balanced", "balanced")] {
         let file = seqskew_web::worker::example_file(preset).expect("an example");

@@ -91,7 +91,10 @@ pub fn partition(start: Nanos, end: Nanos, pieces: &[Piece]) -> (Vec<Span>, Kind
     for s in &fine {
         totals.add(s.kind, s.duration);
     }
-    (coarsen(fine, (end - start) / MAX_SPANS_PER_STEP), totals)
+    let mut spans = coarsen(fine, (end - start) / MAX_SPANS_PER_STEP);
+    // The model keeps these for the whole job: a third of the spans' memory was growth slack.
+    spans.shrink_to_fit();
+    (spans, totals)
 }
 
 fn push_merged(spans: &mut Vec<Span>, span: Span) {

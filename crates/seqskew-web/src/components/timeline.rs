@@ -125,8 +125,8 @@ fn describe(data: &TimelineData, hit: &seqskew_plot::Hit) -> Option<String> {
     let step = lane.steps.get(hit.step_index)?;
     let mut text = format!("{}\nstep {} · {:.1} ms", lane.label, step.step, step.duration);
     if let Some(span) = hit.span.and_then(|i| lane.spans_of(step).get(i)) {
-        text.push_str(&format!("\n{} · {:.2} ms", span.kind.name().replace('_', " "), span.duration));
-        if let Some(mb) = span.micro_batch {
+        text.push_str(&format!("\n{} · {:.2} ms", span.kind.name().replace('_', " "), span.duration()));
+        if let Some(mb) = span.micro_batch() {
             text.push_str(&format!(" · micro-batch {mb}"));
         }
     }
