@@ -102,7 +102,7 @@ pub fn micro_batch_samples(frame: &Frame) -> Vec<(SeqFeatures, f64)> {
             .iter()
             .flatten()
             .flatten()
-            .flat_map(|c| c.micro_batches.iter().map(|m| (m.seq, m.compute() as f64))),
+            .flat_map(|c| frame.micro_batches_of(c).iter().map(|m| (m.seq, m.compute() as f64))),
     )
 }
 

@@ -1,6 +1,8 @@
 //! The job as a worker × step table of the numbers the diagnosis uses, with the parallel
 //! layout (data-parallel rank, pipeline stage) each worker holds.
 
+use std::ops::Range;
+
 use crate::model::{CollectiveOp, Job, Nanos, SequenceKnowledge, Sequences, SpanKind};
 
 /// A worker's place in the job.
@@ -65,9 +67,9 @@ pub struct Cell {
     pub stall: Nanos,
     pub other: Nanos,
     pub seq: SeqFeatures,
-    /// In micro-batch order; empty when unknown. (One list, not one per field: a large job has
-    /// millions of cells.)
-    pub micro_batches: Vec<MicroBatchCell>,
+    /// Its micro-batches, in order, as a range of [`Frame::micro_batches`] (empty when unknown):
+    /// one list for the job, not one allocation per cell, as a large job has millions of cells.
+    pub micro_batches: Range<u32>,
     /// Where the worker-step is in the job: (worker index, step index within the worker).
     pub source: (usize, usize),
 }
@@ -106,12 +108,20 @@ pub struct Frame {
     pub dp_size: usize,
     /// `cells[step][worker]`; `None` where a worker lacks a step.
     pub cells: Vec<Vec<Option<Cell>>>,
+    /// Every cell's micro-batches (see [`Frame::micro_batches_of`]).
+    pub micro_batches: Vec<MicroBatchCell>,
     pub knowledge: SequenceKnowledge,
 }
 
 impl Frame {
     pub fn cell(&self, step: usize, worker: usize) -> Option<&Cell> {
         self.cells.get(step).and_then(|row| row.get(worker)).and_then(Option::as_ref)
+    }
+
+    /// A cell's micro-batches, in order.
+    pub fn micro_batches_of(&self, cell: &Cell) -> &[MicroBatchCell] {
+        let Range { start, end } = cell.micro_batches;
+        self.micro_batches.get(start as usize..end as usize).unwrap_or_default()
     }
 
     /// Does any micro-batch carry timing?
@@ -158,6 +168,7 @@ pub fn build(job: &Job) -> Frame {
     }
     let steps = job.steps();
     let mut cells: Vec<Vec<Option<Cell>>> = vec![vec![None; job.workers.len()]; steps.len()];
+    let mut micro_batches = Vec::new();
     for (wi, w) in job.workers.iter().enumerate() {
         for (si, s) in w.steps.iter().enumerate() {
             let Ok(row) = steps.binary_search(&s.step) else { continue };
@@ -180,16 +191,16 @@ pub fn build(job: &Job) -> Frame {
                 stall: t.get(SpanKind::HostStall) + t.get(SpanKind::DataLoading),
                 other: t.get(SpanKind::Other),
                 seq: SeqFeatures::of(&s.sequences),
-                micro_batches: s
-                    .micro_batches
-                    .iter()
-                    .map(|m| MicroBatchCell {
+                micro_batches: {
+                    let first = micro_batches.len() as u32;
+                    micro_batches.extend(s.micro_batches.iter().map(|m| MicroBatchCell {
                         forward: m.forward,
                         backward: m.backward,
                         seq: SeqFeatures::of(&m.sequences),
                         attention: m.sequences.attention,
-                    })
-                    .collect(),
+                    }));
+                    first..micro_batches.len() as u32
+                },
                 source: (wi, si),
             };
             if let Some(slot) = cells.get_mut(row).and_then(|r| r.get_mut(wi)) {
@@ -198,17 +209,17 @@ pub fn build(job: &Job) -> Frame {
         }
     }
     if job.sequence_knowledge() == SequenceKnowledge::VarlenBounds {
-        use_attention_for_bounds(&mut cells);
+        use_attention_for_bounds(&mut cells, &mut micro_batches);
     }
     let stages = slots.iter().map(|s| s.stage + 1).max().unwrap_or(1);
     let dp_size = slots.iter().map(|s| s.dp + 1).max().unwrap_or(1);
-    Frame { steps, slots, stages, dp_size, cells, knowledge: job.sequence_knowledge() }
+    Frame { steps, slots, stages, dp_size, cells, micro_batches, knowledge: job.sequence_knowledge() }
 }
 
 /// With only varlen bounds, a shard's attention cost is best known from its measured attention
 /// time. Put it in Σ L² units, calibrated per worker (its total estimate over its total
 /// attention time), so a slow worker's or a heavy stage's slowness is not read as heavier data.
-fn use_attention_for_bounds(cells: &mut [Vec<Option<Cell>>]) {
+fn use_attention_for_bounds(cells: &mut [Vec<Option<Cell>>], micro_batches: &mut [MicroBatchCell]) {
     let workers = cells.iter().map(Vec::len).max().unwrap_or(0);
     for w in 0..workers {
         let (mut sq, mut attn) = (0.0, 0.0);
@@ -224,7 +235,8 @@ fn use_attention_for_bounds(cells: &mut [Vec<Option<Cell>>]) {
             if c.seq.known && c.attention > 0 {
                 c.seq.quadratic = c.attention as f64 * scale;
             }
-            for m in &mut c.micro_batches {
+            let Range { start, end } = c.micro_batches;
+            for m in micro_batches.get_mut(start as usize..end as usize).unwrap_or_default() {
                 if let (true, Some(a)) = (m.seq.known, m.attention.filter(|a| *a > 0)) {
                     m.seq.quadratic = a as f64 * scale;
                 }

@@ -4,6 +4,8 @@
 //! (stage factors, persistent worker factors, the step-to-step residual, stalls, transfers)
 //! says how much of the slowdown each accounts for.
 
+use smallvec::{SmallVec, smallvec};
+
 use super::costmodel::Fit;
 use super::frame::{Cell, Frame};
 use super::stats::{mean, median};
@@ -14,8 +16,9 @@ use crate::schedule::replay_pipeline;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SlotStep {
     pub stall: f64,
-    /// (forward, backward) per micro-batch; one entry holding all compute when unknown.
-    pub passes: Vec<(f64, f64)>,
+    /// (forward, backward) per micro-batch; one entry holding all compute when unknown. Kept
+    /// inline when there is one: every slot of every step has these, and is copied per replay.
+    pub passes: Passes,
     /// Optimizer, other work, and compute outside the micro-batches.
     pub tail: f64,
     /// Time in the step's collectives, waiting included (pipeline send/recv excluded: the
@@ -24,8 +27,11 @@ pub struct SlotStep {
     /// The compute the cost model expects for this slot's data, when lengths are known.
     pub expected: Option<f64>,
     /// The same per micro-batch (parallel to `passes`), when micro-batches carry lengths.
-    pub expected_passes: Option<Vec<f64>>,
+    pub expected_passes: Option<SmallVec<[f64; 1]>>,
 }
+
+/// A slot's passes: inline up to one.
+pub type Passes = SmallVec<[(f64, f64); 1]>;
 
 impl SlotStep {
     pub fn compute(&self) -> f64 {
@@ -70,10 +76,14 @@ pub fn slot_steps(frame: &Frame, fit: Option<&Fit>, mb_fit: Option<&Fit>) -> Vec
                     row.iter()
                         .map(|c| {
                             c.map(|c| {
-                                let passes: Vec<(f64, f64)> = if uniform {
-                                    c.micro_batches.iter().map(|m| (m.forward as f64, m.backward as f64)).collect()
+                                let passes: Passes = if uniform {
+                                    frame
+                                        .micro_batches_of(c)
+                                        .iter()
+                                        .map(|m| (m.forward as f64, m.backward as f64))
+                                        .collect()
                                 } else {
-                                    vec![(c.compute as f64, 0.0)]
+                                    smallvec![(c.compute as f64, 0.0)]
                                 };
                                 let in_passes: f64 = passes.iter().map(|p| p.0 + p.1).sum();
                                 let outside = (c.compute as f64 - in_passes).max(0.0);
@@ -84,8 +94,14 @@ pub fn slot_steps(frame: &Frame, fit: Option<&Fit>, mb_fit: Option<&Fit>) -> Vec
                                     comm: (c.comm - c.p2p) as f64,
                                     expected: fit.filter(|_| c.seq.known).map(|f| f.predict(&c.seq)),
                                     expected_passes: mb_fit
-                                        .filter(|_| uniform && c.micro_batches.iter().all(|m| m.seq.known))
-                                        .map(|f| c.micro_batches.iter().map(|m| f.predict(&m.seq).max(0.0)).collect()),
+                                        .filter(|_| uniform && frame.micro_batches_of(c).iter().all(|m| m.seq.known))
+                                        .map(|f| {
+                                            frame
+                                                .micro_batches_of(c)
+                                                .iter()
+                                                .map(|m| f.predict(&m.seq).max(0.0))
+                                                .collect()
+                                        }),
                                 }
                             })
                         })
@@ -441,7 +457,7 @@ mod tests {
     fn slot(stall: f64, compute: f64) -> Option<SlotStep> {
         Some(SlotStep {
             stall,
-            passes: vec![(compute, 0.0)],
+            passes: smallvec![(compute, 0.0)],
             tail: 1.0,
             comm: 0.0,
             expected: None,
@@ -489,7 +505,7 @@ mod tests {
         let s = |c: f64| {
             Some(SlotStep {
                 stall: 0.0,
-                passes: vec![(c, 2.0 * c); 4],
+                passes: smallvec![(c, 2.0 * c); 4],
                 tail: 0.0,
                 comm: 0.0,
                 expected: None,

@@ -165,7 +165,7 @@ fn attention_on_longest(i: &Inputs<'_>) -> Signal {
     // Micro-batch level where micro-batches carry lengths and times; else worker-step level.
     let mut pairs: Vec<(f64, f64)> = Vec::new();
     for c in &cells {
-        for m in c.micro_batches.iter().filter(|m| m.seq.known) {
+        for m in i.frame.micro_batches_of(c).iter().filter(|m| m.seq.known) {
             pairs.push((m.attention.unwrap_or_else(|| m.compute()) as f64, m.seq.max_len));
         }
     }
@@ -197,7 +197,7 @@ fn attention_on_longest(i: &Inputs<'_>) -> Signal {
     let dispersion: Vec<f64> = cells
         .iter()
         .filter(|c| c.micro_batches.len() >= 2)
-        .map(|c| cv(&c.micro_batches.iter().map(|m| m.compute() as f64).collect::<Vec<_>>()))
+        .map(|c| cv(&i.frame.micro_batches_of(c).iter().map(|m| m.compute() as f64).collect::<Vec<_>>()))
         .collect();
     if dispersion.is_empty() {
         return not_applicable(ID, NAME, 0.5, "No sequence lengths and no micro-batch timings to test this.");
