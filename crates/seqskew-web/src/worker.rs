@@ -1,6 +1,7 @@
 //! The analysis worker: imports the files a job names, slice by slice, and sends back the
-//! result. Between slices it yields to the event loop, so progress goes out and a cancel
-//! comes in while a 4 GB trace is being read.
+//! result. Each slice is read without blocking while the one before it is fed, and arrives as a
+//! message: between slices the worker yields to the event loop, so progress goes out and a
+//! cancel comes in while a 4 GB trace is being read.
 
 use std::cell::RefCell;
 
@@ -62,7 +63,17 @@ struct RunningJob {
 
 #[derive(Debug)]
 pub enum Msg {
-    Continue(u32),
+    /// A slice of job `job`'s files was read (or could not be).
+    Read { job: u32, range: SliceRange, read: Result<js_sys::Uint8Array, String> },
+}
+
+/// A part of one of a job's files: `[start, end)` of file `index`. Empty for a file with
+/// nothing (more) to read: empty, or given up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SliceRange {
+    index: usize,
+    start: u64,
+    end: u64,
 }
 
 pub struct AnalysisWorker {
@@ -74,8 +85,30 @@ pub struct AnalysisWorker {
 /// callers that already are off the page's thread).
 pub fn run_to_completion(files: Vec<InputFile>, slice_bytes: u64) -> js_sys::Uint8Array {
     let mut job = RunningJob::new(0, files, slice_bytes);
-    while job.read_next_slice() {}
+    while let Some(range) = job.next_range() {
+        let read =
+            job.blob_of(range).map_or_else(|| Ok(js_sys::Uint8Array::new_with_length(0)), |b| read_slice(&b, range));
+        job.accept(read);
+    }
     encode_result(&job.finish())
+}
+
+/// Reads a slice without blocking: the worker feeds the previous slice meanwhile, and hears of
+/// this one in a message.
+fn read_later(scope: &WorkerScope<AnalysisWorker>, job: u32, blob: Option<web_sys::Blob>, range: SliceRange) {
+    // The read starts here, not when the future is first polled (after the feeding is done).
+    let reading = blob.map(|b| {
+        b.slice_with_f64_and_f64(range.start as f64, range.end as f64)
+            .map(|slice| wasm_bindgen_futures::JsFuture::from(slice.array_buffer()))
+    });
+    scope.send_future(async move {
+        let read = match reading {
+            None => Ok(js_sys::Uint8Array::new_with_length(0)),
+            Some(Err(e)) => Err(describe(e)),
+            Some(Ok(reading)) => reading.await.map(|buffer| js_sys::Uint8Array::new(&buffer)).map_err(describe),
+        };
+        Msg::Read { job, range, read }
+    });
 }
 
 impl Worker for AnalysisWorker {
@@ -88,18 +121,27 @@ impl Worker for AnalysisWorker {
     }
 
     fn update(&mut self, scope: &WorkerScope<Self>, msg: Msg) {
-        let Msg::Continue(id) = msg;
+        let Msg::Read { job: id, range, read } = msg;
         let Some((client, job)) = self.job.as_mut().filter(|(_, j)| j.id == id) else {
             return;
         };
-        if job.read_next_slice() {
-            scope.respond(*client, Response::Progress(job.progress()));
-            // A macrotask between slices lets messages (cancel) in.
-            scope.send_future(async move {
-                gloo::timers::future::TimeoutFuture::new(0).await;
-                Msg::Continue(id)
-            });
-            return;
+        match job.next_range() {
+            // The slice read ahead is the one to feed: read the one after it while feeding it.
+            Some(next) if next == range => {
+                if let Some(after) = job.range_after(range) {
+                    read_later(scope, id, job.blob_of(after), after);
+                }
+                if job.accept(read) {
+                    scope.respond(*client, Response::Progress(job.progress()));
+                    return;
+                }
+            }
+            // Read ahead in vain (the file was given up): read what is next instead.
+            Some(next) => {
+                read_later(scope, id, job.blob_of(next), next);
+                return;
+            }
+            None => {}
         }
         if let Some((client, job)) = self.job.take() {
             let id = job.id;
@@ -111,15 +153,9 @@ impl Worker for AnalysisWorker {
     fn received(&mut self, scope: &WorkerScope<Self>, msg: Request, client: HandlerId) {
         REPORT_TO.with(|r| *r.borrow_mut() = Some((scope.clone(), client)));
         match msg {
-            Request::Analyze { job, files } => {
-                self.job = Some((client, RunningJob::new(job, files, SLICE_BYTES)));
-                scope.send_message(Msg::Continue(job));
-            }
+            Request::Analyze { job, files } => self.start(scope, client, RunningJob::new(job, files, SLICE_BYTES)),
             Request::Example { job, preset } => match example_file(&preset) {
-                Ok(file) => {
-                    self.job = Some((client, RunningJob::new(job, vec![file], SLICE_BYTES)));
-                    scope.send_message(Msg::Continue(job));
-                }
+                Ok(file) => self.start(scope, client, RunningJob::new(job, vec![file], SLICE_BYTES)),
                 Err(message) => scope.respond(client, Response::Crashed { message }),
             },
             Request::Cancel { job } => {
@@ -129,6 +165,14 @@ impl Worker for AnalysisWorker {
                 scope.respond(client, Response::Cancelled { job });
             }
         }
+    }
+}
+
+impl AnalysisWorker {
+    fn start(&mut self, scope: &WorkerScope<Self>, client: HandlerId, mut job: RunningJob) {
+        let first = job.next_range().unwrap_or(SliceRange { index: 0, start: 0, end: 0 });
+        read_later(scope, job.id, job.blob_of(first), first);
+        self.job = Some((client, job));
     }
 }
 
@@ -161,25 +205,44 @@ impl RunningJob {
         }
     }
 
-    /// Reads one slice of the current file (finishing it at its end). False when all files are read.
-    fn read_next_slice(&mut self) -> bool {
+    /// The slice to feed next; `None` when every file is read.
+    fn next_range(&mut self) -> Option<SliceRange> {
+        let file = self.files.get(self.index)?;
+        let ingest =
+            self.ingest.get_or_insert_with(|| FileIngest::new(&file.name).with_memory_limit(FILE_MEMORY_LIMIT));
+        let end = if ingest.is_rejected() { self.offset } else { (self.offset + self.slice_bytes).min(file.size) };
+        Some(SliceRange { index: self.index, start: self.offset, end })
+    }
+
+    /// The slice after `range` if `range` is fed whole (what to read ahead). After an empty
+    /// range (the file is given up) comes the next file.
+    fn range_after(&self, range: SliceRange) -> Option<SliceRange> {
+        let file = self.files.get(range.index)?;
+        let more = range.start < range.end && range.end < file.size;
+        let (index, start) = if more { (range.index, range.end) } else { (range.index + 1, 0) };
+        let size = self.files.get(index)?.size;
+        Some(SliceRange { index, start, end: (start + self.slice_bytes).min(size) })
+    }
+
+    /// The blob holding `range`; `None` when there is nothing to read in it.
+    fn blob_of(&self, range: SliceRange) -> Option<web_sys::Blob> {
+        self.files.get(range.index).filter(|_| range.start < range.end).map(|f| f.blob.clone())
+    }
+
+    /// Feeds the slice [`Self::next_range`] named (finishing its file at its end, or when it
+    /// could not be read). False when all files are read.
+    fn accept(&mut self, read: Result<js_sys::Uint8Array, String>) -> bool {
         let Some(file) = self.files.get(self.index) else {
             return false;
         };
         let ingest =
             self.ingest.get_or_insert_with(|| FileIngest::new(&file.name).with_memory_limit(FILE_MEMORY_LIMIT));
-        let end = (self.offset + self.slice_bytes).min(file.size);
-        let read = if self.offset < end && !ingest.is_rejected() {
-            read_slice(&file.blob, self.offset, end)
-        } else {
-            Ok(js_sys::Uint8Array::new_with_length(0))
-        };
         match read {
             Ok(bytes) if bytes.length() > 0 => {
                 feed_in_pieces(ingest, &bytes, &mut self.buffer);
                 self.bytes_done += u64::from(bytes.length());
-                self.offset = end;
-                if end < file.size && !ingest.is_rejected() {
+                self.offset += u64::from(bytes.length());
+                if self.offset < file.size && !ingest.is_rejected() {
                     return true;
                 }
             }
@@ -262,11 +325,14 @@ fn feed_in_pieces(ingest: &mut FileIngest, bytes: &js_sys::Uint8Array, buffer: &
     }
 }
 
-fn read_slice(blob: &web_sys::Blob, start: u64, end: u64) -> Result<js_sys::Uint8Array, String> {
-    let describe = |e: wasm_bindgen::JsValue| {
-        e.dyn_ref::<js_sys::Error>().map_or_else(|| format!("{e:?}"), |e| String::from(e.message()))
-    };
-    let slice = blob.slice_with_f64_and_f64(start as f64, end as f64).map_err(describe)?;
+/// What a failed read says.
+fn describe(e: wasm_bindgen::JsValue) -> String {
+    e.dyn_ref::<js_sys::Error>().map_or_else(|| format!("{e:?}"), |e| String::from(e.message()))
+}
+
+/// Reads a slice, blocking (only workers may).
+fn read_slice(blob: &web_sys::Blob, range: SliceRange) -> Result<js_sys::Uint8Array, String> {
+    let slice = blob.slice_with_f64_and_f64(range.start as f64, range.end as f64).map_err(describe)?;
     let reader = web_sys::FileReaderSync::new().map_err(describe)?;
     let buffer = reader.read_as_array_buffer(&slice).map_err(describe)?;
     Ok(js_sys::Uint8Array::new(&buffer))
