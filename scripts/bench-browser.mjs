@@ -90,7 +90,11 @@ function pageProbe() {
     if (!job || job.start === null || job.end !== null) return;
     const progress = document.querySelector(".progress");
     if (progress) Object.assign(job, { sawProgress: true, progress: (progress.querySelector("span") ?? progress).innerText });
-    if (verdict?.dataset.cause && verdict.dataset.files === job.files) Object.assign(job, { end: now, cause: verdict.dataset.cause });
+    if (verdict?.dataset.cause && verdict.dataset.files === job.files) {
+      // The worker's own account (rendered with the verdict): reading and importing, then analysing.
+      const timing = document.querySelector(".timing")?.dataset ?? {};
+      Object.assign(job, { end: now, cause: verdict.dataset.cause, readMs: Number(timing.readMs), analysisMs: Number(timing.analysisMs) });
+    }
     else if (job.sawProgress && !progress) {
       const why = document.querySelector(".banner.error span") ?? document.querySelector(".diagnostics");
       Object.assign(job, { end: now, error: why?.innerText || `no verdict for these files (the verdict names: ${verdict?.dataset.files})` });
@@ -367,6 +371,8 @@ try {
   result.ingest = [];
   for (const { label, files, bytes } of inputs) {
     const ms = [];
+    const readMs = [];
+    const analysisMs = [];
     let cause;
     for (let run = 1; run <= RUNS; run++) {
       log(`ingest ${label} (${files.length} files, ${mib(bytes)} MiB), run ${run}/${RUNS}`);
@@ -377,12 +383,22 @@ try {
       });
       if (job.error) throw new Error(`${what}: ${job.error}`);
       ms.push(job.end - job.start);
+      readMs.push(job.readMs);
+      analysisMs.push(job.analysisMs);
       cause = job.cause;
     }
     const mbPerS = round(bytes / 1e6 / (quantile(ms, 0.5) / 1000));
-    result.ingest.push({ label, files: files.length, bytes, cause, runs_ms: ms.map((x) => round(x)), mb_per_s: mbPerS });
+    const workerMbPerS = readMs.map((t) => round(bytes / 1e6 / (t / 1000)));
+    result.ingest.push({
+      label, files: files.length, bytes, cause, runs_ms: ms.map((x) => round(x)), mb_per_s: mbPerS,
+      worker_read_ms: readMs, worker_analysis_ms: analysisMs, worker_mb_per_s: workerMbPerS,
+    });
   }
-  notes.push("ingest runs_ms: from the file picker's change event to the verdict naming the files, each run in a fresh page after the example; mb_per_s = bytes / 10^6 / median seconds.");
+  notes.push(
+    "ingest runs_ms: from the file picker's change event to the verdict naming the files, each run in a fresh page after the example; mb_per_s = bytes / 10^6 / median seconds. " +
+      "worker_read_ms / worker_analysis_ms: the worker's own clock (the page's .timing data attributes): from the request to the last file imported, then assembling, " +
+      "diagnosing and making the views; worker_mb_per_s = bytes / 10^6 / worker_read_ms per run (the ingest rate in the worker).",
+  );
 
   result.memory = [];
   for (const { label, files } of inputs) {
@@ -439,6 +455,8 @@ try {
       cause: job.cause ?? null,
       seconds: round(seconds, 2),
       mb_per_s: job.error ? null : round(bytes / 1e6 / seconds),
+      worker_read_ms: job.readMs ?? null,
+      worker_analysis_ms: job.analysisMs ?? null,
       message: job.error ?? null,
       last_progress: job.progress || null,
       page_alive_after: alive,

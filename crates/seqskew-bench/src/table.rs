@@ -110,10 +110,17 @@ fn browser_memory(m: &Value) -> Option<f64> {
 fn browser(b: &Value, native: &Results, out: &mut String) {
     let chromium = b.get("chromium").and_then(Value::as_str).unwrap_or("?");
     let _ = writeln!(out, "\n### In the browser (headless Chromium {chromium}, the release build)\n");
-    let _ =
-        writeln!(out, "Drop to verdict: from choosing the files to the verdict naming them (read, analyse, render).\n");
-    let _ = writeln!(out, "| input | drop to verdict, s | MB/s | peak memory MiB (JS + wasm, page + worker) |");
-    let _ = writeln!(out, "|---|---|---|---|");
+    let _ = writeln!(
+        out,
+        "Drop to verdict: from choosing the files to the verdict naming them (read, analyse, render). Read in the \
+         worker: the worker's own clock from the request to the last file imported (reading the slices and \
+         importing them), the ingest rate in the worker.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| input | drop to verdict, s | MB/s | read in the worker, MB/s | peak memory MiB (JS + wasm, page + worker) |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|");
     let memory = b.get("memory").and_then(Value::as_array);
     for input in b.get("ingest").and_then(Value::as_array).into_iter().flatten() {
         let label = input.get("label").and_then(Value::as_str).unwrap_or("input");
@@ -122,6 +129,7 @@ fn browser(b: &Value, native: &Results, out: &mut String) {
         let bytes = content.or_else(|| number(input, "bytes")).unwrap_or(0.0);
         let runs = numbers(input.get("runs_ms"));
         let rates = runs.iter().map(|ms| bytes / MB / (ms / 1e3)).collect();
+        let worker_rates = numbers(input.get("worker_read_ms")).iter().map(|ms| bytes / MB / (ms / 1e3)).collect();
         let peak = memory
             .into_iter()
             .flatten()
@@ -129,9 +137,10 @@ fn browser(b: &Value, native: &Results, out: &mut String) {
             .and_then(browser_memory);
         let _ = writeln!(
             out,
-            "| {label} | {} | {} | {} |",
+            "| {label} | {} | {} | {} | {} |",
             show(runs.iter().map(|ms| ms / 1e3).collect(), 2),
             show(rates, 0),
+            show(worker_rates, 0),
             peak.map_or("—".into(), |p| format!("{p:.0}"))
         );
     }
@@ -143,8 +152,13 @@ fn browser(b: &Value, native: &Results, out: &mut String) {
             _ => format!("failed: {}", big.get("message").and_then(Value::as_str).unwrap_or("?")),
         };
         let rate = number(big, "mb_per_s").map_or("—".into(), |r| format!("{r:.0}"));
+        let worker_rate =
+            number(big, "worker_read_ms").map_or("—".into(), |ms| format!("{:.0}", gb * 1e3 / (ms / 1e3)));
         let peak = browser_memory(big).map_or("—".into(), |p| format!("**{p:.0}**"));
-        let _ = writeln!(out, "| {gb:.2} GB of Kineto traces ({files} files) | {outcome} | {rate} | {peak} |");
+        let _ = writeln!(
+            out,
+            "| {gb:.2} GB of Kineto traces ({files} files) | {outcome} | {rate} | {worker_rate} | {peak} |"
+        );
     }
     let _ = writeln!(out, "\n| measure | median (min–max) | goal |");
     let _ = writeln!(out, "|---|---|---|");

@@ -9,6 +9,7 @@ use wasm_bindgen::prelude::Closure;
 use yew::prelude::*;
 
 use crate::components::drop_zone::{DropZone, on_input_change};
+use crate::components::file_list;
 use crate::components::progress::ProgressBar;
 use crate::components::verdict::VerdictPanel;
 use crate::components::views::ViewsPanel;
@@ -281,6 +282,9 @@ pub fn app() -> Html {
             <VerdictPanel files={AttrValue::from(files)} report={report} pending={state.loading.is_some()} />
             if let Some(main) = main {
                 <ViewsPanel state={state.clone()} main={main} after={state.after.clone()} embed={*embed} />
+            }
+            if let (Some(main), false) = (&state.main, *embed) {
+                { file_list::timing(main) }
             }
             if !*embed {
                 <p class="drop-hint">{"Drop trace files or folders anywhere on this page. They are read here, in your browser; nothing is uploaded."}</p>

@@ -74,6 +74,16 @@ pub struct JobResult {
     pub timeline: Option<seqskew_plot::timeline::TimelineData>,
     /// Per step (pipeline jobs only): the pipeline of the replica holding the step's initiator.
     pub pipelines: Vec<seqskew_plot::PipelineData>,
+    pub timings: Timings,
+}
+
+/// Where the worker spent a job's time (wall clock, milliseconds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    /// From the request to the last file imported: reading the slices and importing them.
+    pub read_ms: f64,
+    /// Assembling the job, diagnosing it, and making what the views draw.
+    pub analysis_ms: f64,
 }
 
 impl JobResult {

@@ -11,7 +11,7 @@ use seqskew_core::diag::{Diagnostic, Severity};
 use seqskew_core::import::{FileImport, FileIngest, assemble_owned};
 use wasm_bindgen::JsCast;
 
-use crate::protocol::{InputFile, JobResult, JsCodec, Progress, Request, Response, encode_result};
+use crate::protocol::{InputFile, JobResult, JsCodec, Progress, Request, Response, Timings, encode_result};
 
 /// Bytes read per slice: large enough to amortise the call, small enough to stay responsive.
 pub const SLICE_BYTES: u64 = 32 << 20;
@@ -275,6 +275,7 @@ impl RunningJob {
     }
 
     fn finish(self) -> JobResult {
+        let read_done = js_sys::Date::now();
         let files: Vec<_> = self.imports.iter().map(FileImport::summary).collect();
         let assembled = assemble_owned(self.imports);
         let job = &assembled.job;
@@ -295,7 +296,17 @@ impl RunningJob {
         let (workers, steps) = (job.workers.len(), job.steps().len());
         // Last, as it consumes the job: its spans are freed while the timeline's are made.
         let timeline = (workers > 0).then(|| seqskew_plot::timeline::timeline_data(assembled.job));
-        JobResult { job_diagnostics: assembled.diagnostics, workers, steps, files, analysis, timeline, pipelines }
+        let timings = Timings { read_ms: read_done - self.started_ms, analysis_ms: js_sys::Date::now() - read_done };
+        JobResult {
+            job_diagnostics: assembled.diagnostics,
+            workers,
+            steps,
+            files,
+            analysis,
+            timeline,
+            pipelines,
+            timings,
+        }
     }
 }
 

@@ -50,3 +50,19 @@ pub fn file_list(props: &Props) -> Html {
         </section>
     }
 }
+
+/// How long the worker took, and how fast it read (the benchmark reads the `data-` attributes).
+pub fn timing(r: &JobResult) -> Html {
+    let bytes: u64 = r.files.iter().map(|f| f.bytes).sum();
+    let t = r.timings;
+    let rate = if t.read_ms > 0.0 {
+        format!(" ({:.0} MiB/s)", bytes as f64 / f64::from(1u32 << 20) / (t.read_ms / 1e3))
+    } else {
+        String::new()
+    };
+    html! {
+        <p class="timing" data-bytes={bytes.to_string()} data-read-ms={format!("{:.0}", t.read_ms)} data-analysis-ms={format!("{:.0}", t.analysis_ms)}>
+            {format!("Read and imported {} in {:.1} s{rate}, analysed in {:.1} s, in this browser.", size(bytes), t.read_ms / 1e3, t.analysis_ms / 1e3)}
+        </p>
+    }
+}
