@@ -101,6 +101,11 @@ test("dropping the random-batching fixture: sequence-length imbalance", async (t
   await dropFiles(page, files);
   assert.equal(await verdictFor(page, files.map((f) => f.name)), "sequence_length_imbalance");
   assert.match(await page.locator("#verdict .headline").innerText(), /longest documents/);
+  // The worker's account of its time, for the user and the benchmark.
+  const timing = page.locator(".timing");
+  assert.equal(Number(await timing.getAttribute("data-bytes")), files.reduce((n, f) => n + f.bytes.length, 0));
+  assert.ok(Number(await timing.getAttribute("data-read-ms")) >= 0 && Number(await timing.getAttribute("data-analysis-ms")) >= 0);
+  assert.match(await timing.innerText(), /^Read and imported .* in \d+\.\d s( \(\d+ MiB\/s\))?, analysed in \d+\.\d s/);
   await page.screenshot({ path: join(SHOTS, "dp2-random.png"), fullPage: true });
 });
 
