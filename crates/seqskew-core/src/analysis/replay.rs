@@ -260,14 +260,28 @@ pub fn factors(steps: &[StepSlots]) -> Factors {
         let all: Vec<f64> = step.slots.iter().flatten().flatten().map(SlotStep::compute).collect();
         // Medians: one slow worker must not make its whole stage look heavy.
         let overall = median(&all);
+        // With two replicas a median is their mean, so half of one slow replica's excess would
+        // be its stage's: a stage's level is then the lesser of its two (what both reach).
+        let lesser: Vec<f64> = step
+            .slots
+            .iter()
+            .filter_map(|row| match row.as_slice() {
+                [Some(a), Some(b)] => Some(a.compute().min(b.compute())),
+                _ => None,
+            })
+            .collect();
+        let pairs = (lesser.len() == step.slots.len()).then(|| median(&lesser)).filter(|m| *m > 0.0);
         for (p, row) in step.slots.iter().enumerate() {
             let stage_values: Vec<f64> = row.iter().flatten().map(SlotStep::compute).collect();
-            let stage_mean = median(&stage_values);
-            if overall > 0.0
+            let (stage_mean, typical) = match (pairs, lesser.get(p)) {
+                (Some(typical), Some(&l)) => (l, typical),
+                _ => (median(&stage_values), overall),
+            };
+            if typical > 0.0
                 && !stage_values.is_empty()
                 && let Some(v) = stage_ratio.get_mut(p)
             {
-                v.push(stage_mean / overall);
+                v.push(stage_mean / typical);
             }
             // A worker's own speed: its compute against what its data should cost (when the cost
             // model says), else against its stage's mean — so drawing heavy data is not slowness.
@@ -485,6 +499,28 @@ mod tests {
         assert!(a.actual > a.ideal * 1.2, "{a:?}");
         assert!((a.worker - a.actual).abs() < 1e-6, "{a:?}");
         assert!((a.residual_compute - a.ideal).abs() < 1e-6, "{a:?}");
+    }
+
+    #[test]
+    fn with_two_replicas_a_slow_one_is_a_worker_not_its_stage() {
+        // dp 2 × pp 2: (stage 0, dp 0) is 1.8× every step; a median of two would have called
+        // half of that its stage's.
+        let slow = StepSlots {
+            slots: vec![vec![slot(0.0, 18.0), slot(0.0, 10.0)], vec![slot(0.0, 10.0), slot(0.0, 10.0)]],
+            transfer: vec![1.0, 1.0],
+            measured: 0.0,
+        };
+        let f = factors(&vec![slow; 6]);
+        assert_eq!(f.stage, [1.0, 1.0]);
+        assert_eq!(f.worker, [[1.8, 1.0], [1.0, 1.0]]);
+        // Both replicas of stage 0 heavy: that is the stage (against the stages' median, 12.5).
+        let heavy = StepSlots {
+            slots: vec![vec![slot(0.0, 15.0), slot(0.0, 15.0)], vec![slot(0.0, 10.0), slot(0.0, 10.0)]],
+            transfer: vec![1.0, 1.0],
+            measured: 0.0,
+        };
+        let f = factors(&vec![heavy; 6]);
+        assert_eq!((f.stage[0], f.worker[0].clone()), (1.2, vec![1.0, 1.0]));
     }
 
     #[test]
