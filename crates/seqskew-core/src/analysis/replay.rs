@@ -307,12 +307,13 @@ pub fn factors(steps: &[StepSlots]) -> Factors {
             }
         }
     }
-    let mut worker: Vec<Vec<f64>> = worker_ratio.iter().map(|r| r.iter().map(|v| persistent(v)).collect()).collect();
+    let slots = worker_ratio.iter().map(Vec::len).sum::<usize>().max(1);
+    let mut worker: Vec<Vec<f64>> =
+        worker_ratio.iter().map(|r| r.iter().map(|v| persistent(v, slots)).collect()).collect();
     let mut persistent_stall: Vec<Vec<f64>> = stalls.iter().map(|r| r.iter().map(|v| median(v)).collect()).collect();
     // Slow hardware is rare. When many workers are persistently slower together, what they share
     // is their place in the data (e.g. a balancer that always hands rank 0 the longest document),
     // and that is not a worker property.
-    let slots = worker.iter().map(Vec::len).sum::<usize>().max(1);
     let rare = |count: usize| count <= (slots / 10).max(1);
     if !rare(worker.iter().flatten().filter(|&&f| f > 1.05).count()) {
         worker.iter_mut().flatten().for_each(|f| *f = 1.0);
@@ -322,7 +323,7 @@ pub fn factors(steps: &[StepSlots]) -> Factors {
         persistent_stall.iter_mut().flatten().for_each(|s| *s = typical_stall);
     }
     Factors {
-        stage: stage_ratio.iter().map(|v| persistent(v)).collect(),
+        stage: stage_ratio.iter().map(|v| persistent(v, stages)).collect(),
         worker,
         persistent_stall,
         transfer: transfers.iter().map(|v| median(v)).collect(),
@@ -333,14 +334,37 @@ pub fn factors(steps: &[StepSlots]) -> Factors {
 /// otherwise it is step-to-step variation (the data), not a property of the worker or stage.
 const PERSISTENT: f64 = 0.75;
 
-/// The median of per-step ratios if they are persistent, else 1.
-fn persistent(ratios: &[f64]) -> f64 {
+/// The median of per-step ratios if they are persistent, else 1. `candidates`: how many slots
+/// (or stages) are tested alike, as the more there are, the more land on one side by chance.
+fn persistent(ratios: &[f64], candidates: usize) -> f64 {
     if ratios.is_empty() {
         return 1.0;
     }
     let m = median(ratios);
     let same_side = ratios.iter().filter(|&&r| (r > 1.0) == (m > 1.0) && r != 1.0).count();
-    if same_side as f64 >= PERSISTENT * ratios.len() as f64 { m } else { 1.0 }
+    if same_side >= steps_needed(ratios.len(), candidates) { m } else { 1.0 }
+}
+
+/// How many of `n` steps must fall on one side of 1 for a factor to be persistent: at least
+/// [`PERSISTENT`] of them, and so many that at most one of `candidates` slots whose ratios fell
+/// either side by a fair coin would be expected to get there (1024 workers over 12 steps: all
+/// 12, where 9 would be reached by about 75 of them). `n + 1` when no count is enough.
+fn steps_needed(n: usize, candidates: usize) -> usize {
+    let floor = (PERSISTENT * n as f64).ceil() as usize;
+    // P(X ≥ k) for X ~ Binomial(n, ½), summed from k = n down, in logs (2⁻ⁿ underflows).
+    let ln_2n = n as f64 * std::f64::consts::LN_2;
+    let (mut ln_choose, mut tail) = (0.0f64, 0.0f64);
+    for k in (floor.max(1)..=n).rev() {
+        tail += (ln_choose - ln_2n).exp();
+        // Either side: twice the one-sided chance, for each candidate.
+        // (With a little slack for rounding: 2048 slots over 12 steps expect exactly one.)
+        if 2.0 * tail * candidates as f64 > 1.0 + 1e-9 {
+            return k + 1;
+        }
+        // C(n, k − 1) = C(n, k) · k / (n − k + 1).
+        ln_choose += (k as f64 / (n - k + 1) as f64).ln();
+    }
+    floor
 }
 
 /// A step's ideal values (means and medians across its slots), computed once for all of its
@@ -521,6 +545,19 @@ mod tests {
         };
         let f = factors(&vec![heavy; 6]);
         assert_eq!((f.stage[0], f.worker[0].clone()), (1.2, vec![1.0, 1.0]));
+    }
+
+    #[test]
+    fn persistence_asks_more_of_many_slots_over_few_steps() {
+        // A few slots: 75% of the steps. 16 slots over 12 steps: 10 (9 is reached by chance,
+        // on one side or the other, by about one slot in 7); 1024 over 12: all 12; 2048 over
+        // 12: all 12 (one expected by chance); 4096 over 12: no count tells.
+        assert_eq!([steps_needed(12, 1), steps_needed(12, 3), steps_needed(30, 16)], [9, 9, 23]);
+        assert_eq!([steps_needed(12, 16), steps_needed(12, 1024), steps_needed(12, 2048)], [10, 12, 12]);
+        assert_eq!(steps_needed(12, 4096), 13);
+        let ratios = [1.3, 1.2, 1.4, 1.3, 0.9, 1.5, 1.3, 1.1, 0.8, 1.2, 1.3, 1.4];
+        assert_eq!(persistent(&ratios, 4), 1.3, "10 of 12 above 1");
+        assert_eq!(persistent(&ratios, 1024), 1.0, "about 75 of 1024 slots get there by chance");
     }
 
     #[test]
