@@ -79,6 +79,7 @@ function bundle(dist) {
 // error banner or the files' problems say why. (Keying on the progress bar, not the banner,
 // lets a job start while an earlier job's banner is still up.)
 function pageProbe() {
+  const GRACE_MS = 2000;
   const b = (window.__bench = { verdictAt: null, timelineAt: null, job: null });
   b.expect = (files) => (b.job = { files, start: null, end: null, sawProgress: false, progress: "" });
   const check = () => {
@@ -96,8 +97,13 @@ function pageProbe() {
       Object.assign(job, { end: now, cause: verdict.dataset.cause, readMs: Number(timing.readMs), analysisMs: Number(timing.analysisMs) });
     }
     else if (job.sawProgress && !progress) {
+      // The progress bar and the verdict may change in different renders: give the verdict a
+      // moment unless an error is already showing.
       const why = document.querySelector(".banner.error span") ?? document.querySelector(".diagnostics");
-      Object.assign(job, { end: now, error: why?.innerText || `no verdict for these files (the verdict names: ${verdict?.dataset.files})` });
+      job.goneAt ??= now;
+      if (why || now - job.goneAt > GRACE_MS) {
+        Object.assign(job, { end: now, error: why?.innerText || `no verdict for these files (the verdict names: ${verdict?.dataset.files})` });
+      } else setTimeout(check, GRACE_MS + 10);
     }
   };
   new MutationObserver(check).observe(document, { subtree: true, childList: true, attributes: true, characterData: true });

@@ -182,6 +182,12 @@ fn browser(b: &Value, native: &Results, out: &mut String) {
                 "| timeline frame while panning and zooming, {w} workers × {s} steps | {m:.1} ms (p95 {p:.1}; frames come at the 16.7 ms display refresh) | ≤ 16 ms |"
             );
         }
+        if let (Some(m), Some(p)) = (number(frame, "draw_median"), number(frame, "draw_p95")) {
+            let _ = writeln!(
+                out,
+                "| the app's work per frame (from the input event to the frame drawn), same | {m:.1} ms (p95 {p:.1}) | ≤ 16 ms |"
+            );
+        }
     }
     let _ = writeln!(out, "| first paint after load | {} ms | |", show(numbers(b.get("first_paint_ms")), 0));
     let _ =
