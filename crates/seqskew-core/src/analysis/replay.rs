@@ -273,7 +273,7 @@ pub fn factors(steps: &[StepSlots]) -> Factors {
         let pairs = (lesser.len() == step.slots.len()).then(|| median(&lesser)).filter(|m| *m > 0.0);
         for (p, row) in step.slots.iter().enumerate() {
             let stage_values: Vec<f64> = row.iter().flatten().map(SlotStep::compute).collect();
-            let (stage_mean, typical) = match (pairs, lesser.get(p)) {
+            let (stage_level, typical) = match (pairs, lesser.get(p)) {
                 (Some(typical), Some(&l)) => (l, typical),
                 _ => (median(&stage_values), overall),
             };
@@ -281,10 +281,10 @@ pub fn factors(steps: &[StepSlots]) -> Factors {
                 && !stage_values.is_empty()
                 && let Some(v) = stage_ratio.get_mut(p)
             {
-                v.push(stage_mean / typical);
+                v.push(stage_level / typical);
             }
             // A worker's own speed: its compute against what its data should cost (when the cost
-            // model says), else against its stage's mean — so drawing heavy data is not slowness.
+            // model says), else against its stage's level — so drawing heavy data is not slowness.
             let expected: Option<Vec<f64>> =
                 row.iter().flatten().map(|s| s.expected.map(|e| s.compute() / e.max(1.0))).collect();
             let typical = expected.as_ref().map(|r| mean(r));
@@ -292,7 +292,7 @@ pub fn factors(steps: &[StepSlots]) -> Factors {
                 let Some(s) = s else { continue };
                 let ratio = match (typical, s.expected) {
                     (Some(t), Some(e)) if t > 0.0 => Some(s.compute() / e.max(1.0) / t),
-                    _ if stage_mean > 0.0 => Some(s.compute() / stage_mean),
+                    _ if stage_level > 0.0 => Some(s.compute() / stage_level),
                     _ => None,
                 };
                 if let (Some(r), Some(v)) = (ratio, worker_ratio.get_mut(p).and_then(|r| r.get_mut(d))) {
