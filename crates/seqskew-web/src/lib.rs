@@ -6,6 +6,7 @@ pub mod bench;
 pub mod components;
 pub mod folders;
 pub mod hash;
+pub mod js_bytes;
 pub mod protocol;
 pub mod state;
 pub mod worker;

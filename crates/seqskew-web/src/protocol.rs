@@ -4,11 +4,13 @@
 //! worker reads them in 32 MiB slices. Results cross as one binary payload (bincode), so even a
 //! 4096-worker job arrives as a single `Uint8Array`, not millions of JS objects.
 
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter, Write};
 
 use gloo::worker::Codec;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
+
+use crate::js_bytes::JsBytes;
 
 /// A file handed to the worker.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -100,7 +102,7 @@ pub fn encode_result(result: &JobResult) -> js_sys::Uint8Array {
     let size = bincode::serialized_size(result).ok().and_then(|n| u32::try_from(n).ok());
     let array = js_sys::Uint8Array::new_with_length(size.unwrap_or(0));
     let written = {
-        let mut out = BufWriter::with_capacity(PIECE_BYTES, JsBytes { array: &array, at: 0 });
+        let mut out = BufWriter::with_capacity(PIECE_BYTES, JsBytes::new(&array));
         bincode::serialize_into(&mut out, result).is_ok() && out.flush().is_ok()
     };
     if written { array } else { js_sys::Uint8Array::new_with_length(0) }
@@ -108,54 +110,12 @@ pub fn encode_result(result: &JobResult) -> js_sys::Uint8Array {
 
 /// Reads what [`encode_result`] wrote, a piece at a time.
 pub fn decode_result(payload: &js_sys::Uint8Array) -> Result<JobResult, String> {
-    let input = BufReader::with_capacity(PIECE_BYTES, JsBytes { array: payload, at: 0 });
+    let input = BufReader::with_capacity(PIECE_BYTES, JsBytes::new(payload));
     bincode::deserialize_from(input).map_err(|e| format!("could not read the worker's result: {e}"))
 }
 
 /// Bytes copied between JavaScript and WebAssembly memory at a time.
 const PIECE_BYTES: usize = 64 << 10;
-
-/// A `Uint8Array` read or written from the front, as a byte stream.
-struct JsBytes<'a> {
-    array: &'a js_sys::Uint8Array,
-    at: u32,
-}
-
-impl JsBytes<'_> {
-    /// The next `wanted` bytes at most, as a view (empty at the end).
-    fn next(&mut self, wanted: usize) -> js_sys::Uint8Array {
-        let end = self.array.length().min(self.at.saturating_add(u32::try_from(wanted).unwrap_or(u32::MAX)));
-        let view = self.array.subarray(self.at, end);
-        self.at = end;
-        view
-    }
-}
-
-impl Read for JsBytes<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let view = self.next(buf.len());
-        let n = view.length() as usize;
-        if let Some(into) = buf.get_mut(..n) {
-            view.copy_to(into);
-        }
-        Ok(n)
-    }
-}
-
-impl Write for JsBytes<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let view = self.next(buf.len());
-        let n = view.length() as usize;
-        if let Some(from) = buf.get(..n) {
-            view.copy_from(from);
-        }
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// Messages as JS values (serde-wasm-bindgen), so `Blob`s and byte buffers pass as themselves.
 #[derive(Debug)]

@@ -4,6 +4,7 @@
 //! cancel comes in while a 4 GB trace is being read.
 
 use std::cell::RefCell;
+use std::io::Read;
 
 use gloo::worker::{HandlerId, Registrable, Worker, WorkerScope};
 use seqskew_core::analysis::analyze;
@@ -11,6 +12,7 @@ use seqskew_core::diag::{Diagnostic, Severity};
 use seqskew_core::import::{FileImport, FileIngest, assemble_owned};
 use wasm_bindgen::JsCast;
 
+use crate::js_bytes::JsBytes;
 use crate::protocol::{InputFile, JobResult, JsCodec, Progress, Request, Response, Timings, encode_result};
 
 /// Bytes read per slice: large enough to amortise the call, small enough to stay responsive.
@@ -169,7 +171,7 @@ impl Worker for AnalysisWorker {
 }
 
 impl AnalysisWorker {
-    fn start(&mut self, scope: &WorkerScope<Self>, client: HandlerId, mut job: RunningJob) {
+    fn start(&mut self, scope: &WorkerScope<Self>, client: HandlerId, job: RunningJob) {
         let first = job.next_range().unwrap_or(SliceRange { index: 0, start: 0, end: 0 });
         read_later(scope, job.id, job.blob_of(first), first);
         self.job = Some((client, job));
@@ -206,11 +208,10 @@ impl RunningJob {
     }
 
     /// The slice to feed next; `None` when every file is read.
-    fn next_range(&mut self) -> Option<SliceRange> {
+    fn next_range(&self) -> Option<SliceRange> {
         let file = self.files.get(self.index)?;
-        let ingest =
-            self.ingest.get_or_insert_with(|| FileIngest::new(&file.name).with_memory_limit(FILE_MEMORY_LIMIT));
-        let end = if ingest.is_rejected() { self.offset } else { (self.offset + self.slice_bytes).min(file.size) };
+        let rejected = self.ingest.as_ref().is_some_and(FileIngest::is_rejected);
+        let end = if rejected { self.offset } else { (self.offset + self.slice_bytes).min(file.size) };
         Some(SliceRange { index: self.index, start: self.offset, end })
     }
 
@@ -325,14 +326,10 @@ pub fn example_file(preset: &str) -> Result<InputFile, String> {
 
 /// Feeds a slice read into JavaScript memory to the importer, [`FEED_BYTES`] at a time.
 fn feed_in_pieces(ingest: &mut FileIngest, bytes: &js_sys::Uint8Array, buffer: &mut Vec<u8>) {
-    let total = bytes.length();
-    let mut at = 0;
-    while at < total {
-        let end = total.min(at.saturating_add(FEED_BYTES as u32));
-        buffer.resize((end - at) as usize, 0);
-        bytes.subarray(at, end).copy_to(buffer);
-        ingest.feed(buffer);
-        at = end;
+    buffer.resize(FEED_BYTES, 0);
+    let mut slice = JsBytes::new(bytes);
+    while let Ok(n @ 1..) = slice.read(buffer) {
+        ingest.feed(buffer.get(..n).unwrap_or_default());
     }
 }
 
