@@ -221,6 +221,11 @@ impl TraceBuilder for ChromeBuilder {
 
     fn top_level(&mut self, _: &str, _: &RawValue, _: &mut DiagnosticSink) {}
 
+    fn ignores_complete(&self, _: &str) -> bool {
+        // Span kinds come from names and categories alike: every category may matter.
+        false
+    }
+
     fn event(&mut self, ev: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> bool {
         let thread = (ev.pid.as_ref().map_or(0, |p| p.key()), ev.tid.as_ref().map_or(0, |t| t.key()));
         let args = ev.args.as_ref();

@@ -9,7 +9,7 @@
 use serde_json::value::RawValue;
 
 use super::json::{self, ScanError};
-pub use super::trace_event::{EventPlace, RawArgs, RawEvent};
+pub use super::trace_event::{EventPlace, RawArgs, RawEvent, Read};
 use super::{BOM, ContentParser, ImportStats};
 use crate::diag::{DiagnosticSink, Location, Severity};
 use crate::model::Worker;
@@ -20,6 +20,10 @@ pub trait TraceBuilder {
     fn top_level(&mut self, key: &str, value: &RawValue, diags: &mut DiagnosticSink);
     /// Top-level keys whose values the builder wants (others are skipped unread).
     fn wants_top_level(&self, key: &str) -> bool;
+    /// Whether every complete event (`"ph": "X"`) of this category would be ignored, whatever
+    /// else it holds: the reader then skips the rest of it unread (most of a trace recorded
+    /// with Python stacks is `python_function` events).
+    fn ignores_complete(&self, category: &str) -> bool;
     /// One event. Returns true when the event contributed to the model.
     fn event(&mut self, event: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> bool;
     /// End of the document: build the workers.
@@ -297,9 +301,16 @@ impl<B: TraceBuilder> TraceDocument<B> {
     fn read_event(&mut self, buf: &[u8], start: usize, diags: &mut DiagnosticSink) -> Option<usize> {
         let text = buf.get(start..)?;
         let place = EventPlace { offset: self.base + start as u64 };
-        match RawEvent::parse(text) {
-            Ok((event, used)) => {
+        let mut event = RawEvent::default();
+        match event.read(text, |category| self.builder.ignores_complete(category)) {
+            Ok(Read::Event(used)) => {
                 self.accept(&event, place, diags);
+                Some(start + used)
+            }
+            Ok(Read::Ignored(used)) => {
+                self.consecutive_bad = 0;
+                self.stats.records += 1;
+                self.stats.skipped += 1;
                 Some(start + used)
             }
             // The event continues in the next chunk; at the end, it is the truncated last one
@@ -550,6 +561,9 @@ mod tests {
         fn wants_top_level(&self, key: &str) -> bool {
             key == "distributedInfo"
         }
+        fn ignores_complete(&self, category: &str) -> bool {
+            category == "python_function"
+        }
         fn event(&mut self, event: &RawEvent<'_>, _: EventPlace, _: &mut DiagnosticSink) -> bool {
             self.names.push(event.name().to_owned());
             true
@@ -605,6 +619,28 @@ mod tests {
         assert_eq!(whole_diags, ["data after the end of the JSON document was ignored"]);
         for chunk in [1000, 40_000, 70_000, 200_000, 1 << 20] {
             assert_eq!(read(doc.as_bytes(), chunk), (whole.clone(), whole_diags.clone()), "chunk {chunk}");
+        }
+    }
+
+    /// Complete events of an ignored category are skipped unread (even when what follows the
+    /// category is bad); the category alone is not enough.
+    #[test]
+    fn skips_complete_events_of_ignored_categories() {
+        let doc = br#"[{"ph":"X","cat":"python_function","name":"","args":{"a":[1,"}"]},"ts":x},
+            {"ph":"X","cat":"cpu_op","name":"kept"},{"cat":"python_function","ph":"X","name":"cat first"},
+            {"ph":"M","cat":"python_function","name":"metadata"},{"ph":"X","cat":"python_function","name":"cut"#;
+        for chunk in [1, 7, 10_000] {
+            let mut diags = DiagnosticSink::new("t.json");
+            let mut parser = TraceDocument::new(Recorder::default());
+            for c in doc.chunks(chunk) {
+                parser.feed(c, &mut diags);
+            }
+            let stats = parser.stats;
+            let (workers, _) = Box::new(parser).finish(&mut diags);
+            assert_eq!(workers[0].source, "kept,cat first,metadata|", "chunk {chunk}");
+            assert_eq!((stats.records, stats.skipped), (4, 1), "chunk {chunk}");
+            let messages: Vec<String> = diags.finish().iter().map(|d| d.message.clone()).collect();
+            assert_eq!(messages.len(), 1, "only the cut event is reported: {messages:?}");
         }
     }
 

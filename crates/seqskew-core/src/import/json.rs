@@ -11,6 +11,8 @@
 
 use std::borrow::Cow;
 
+use super::swar;
+
 /// Why a scan stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScanError {
@@ -23,6 +25,19 @@ pub enum ScanError {
 fn skip_ws(bytes: &[u8], mut pos: usize) -> usize {
     while bytes.get(pos).is_some_and(u8::is_ascii_whitespace) {
         pos += 1;
+        // Indented traces put a dozen spaces before every key: whole words of them at once.
+        // (One space, as between a key and its value, is not worth a word.)
+        if !bytes.get(pos).is_some_and(u8::is_ascii_whitespace) {
+            break;
+        }
+        while let Some(w) = swar::word(bytes, pos) {
+            let other = swar::unmarked(swar::eq(w, b' ') | swar::eq(w, b'\n'));
+            if other != 0 {
+                pos += swar::first(other);
+                break;
+            }
+            pos += 8;
+        }
     }
     pos
 }
@@ -35,66 +50,99 @@ fn string_end(bytes: &[u8], open: usize) -> Result<usize, ScanError> {
 /// The end of the string whose opening quote is at `open`, and whether it has escapes.
 fn string_span(bytes: &[u8], open: usize) -> Result<(usize, bool), ScanError> {
     let mut pos = open + 1;
-    // Most strings (keys, phases, categories) are short: a plain loop finds their end before
-    // memchr would have set up.
-    let head = bytes.get(pos..).unwrap_or_default();
-    let head = head.get(..SHORT_STRING).unwrap_or(head);
-    match head.iter().position(|&b| b == b'"' || b == b'\\') {
-        Some(i) if head.get(i) == Some(&b'"') => return Ok((pos + i + 1, false)),
-        Some(i) => pos += i,
-        None => pos += head.len(),
-    }
     let mut escaped = false;
     loop {
-        let rest = bytes.get(pos..).ok_or(ScanError::Eof)?;
-        match memchr::memchr2(b'"', b'\\', rest) {
-            None => return Err(ScanError::Eof),
-            Some(i) => {
-                pos += i;
-                if bytes.get(pos) == Some(&b'"') {
-                    return Ok((pos + 1, escaped));
-                }
-                // A backslash: skip it and the byte it escapes.
-                escaped = true;
-                pos += 2;
-            }
+        pos = quote_or_backslash(bytes, pos).ok_or(ScanError::Eof)?;
+        if bytes.get(pos) == Some(&b'"') {
+            return Ok((pos + 1, escaped));
         }
+        // A backslash: skip it and the byte it escapes.
+        escaped = true;
+        pos += 2;
     }
 }
 
-/// Strings up to this long are scanned byte by byte.
-const SHORT_STRING: usize = 24;
+/// The first `"` or `\` at or after `pos`. Most strings (keys, phases, categories, numbers
+/// in quotes) end within a few words, found a word at a time before memchr would have set
+/// up; memchr takes the long ones.
+fn quote_or_backslash(bytes: &[u8], pos: usize) -> Option<usize> {
+    let mut at = pos;
+    for _ in 0..SHORT_STRING_WORDS {
+        let Some(w) = swar::word(bytes, at) else { break };
+        let found = swar::eq(w, b'"') | swar::eq(w, b'\\');
+        if found != 0 {
+            return Some(at + swar::first(found));
+        }
+        at += 8;
+    }
+    memchr::memchr2(b'"', b'\\', bytes.get(at..)?).map(|i| at + i)
+}
+
+/// Strings are searched a word at a time for this many words, then by memchr.
+const SHORT_STRING_WORDS: usize = 4;
 
 /// The end of the array or object whose opening bracket is at `open`.
 fn container_end(bytes: &[u8], open: usize) -> Result<usize, ScanError> {
     let mut depth = 0u32;
     let mut pos = open;
-    while let Some(&b) = bytes.get(pos) {
-        match b {
-            b'"' => {
-                pos = string_end(bytes, pos)?;
+    loop {
+        let at = structural(bytes, pos).ok_or(ScanError::Eof)?;
+        match bytes.get(at) {
+            Some(b'"') => {
+                pos = string_end(bytes, at)?;
                 continue;
             }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
+            Some(b'{' | b'[') => depth += 1,
+            _ => {
                 depth = depth.saturating_sub(1);
                 if depth == 0 {
-                    return Ok(pos + 1);
+                    return Ok(at + 1);
                 }
             }
-            _ => {}
         }
-        pos += 1;
+        pos = at + 1;
     }
-    Err(ScanError::Eof)
+}
+
+/// The first quote or bracket at or after `pos`.
+fn structural(bytes: &[u8], pos: usize) -> Option<usize> {
+    let mut at = pos;
+    while let Some(w) = swar::word(bytes, at) {
+        // Setting bit 5 folds `[` onto `{` and `]` onto `}`, and nothing else onto either.
+        let folded = w | swar::splat(0x20);
+        let found = swar::eq(w, b'"') | swar::eq(folded, b'{') | swar::eq(folded, b'}');
+        if found != 0 {
+            return Some(at + swar::first(found));
+        }
+        at += 8;
+    }
+    let tail = bytes.get(at..)?;
+    tail.iter().position(|b| matches!(b, b'"' | b'{' | b'[' | b'}' | b']')).map(|i| at + i)
 }
 
 /// The end of the number or literal starting at `start`: the next delimiter.
 fn scalar_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
-    let rest = bytes.get(start..).unwrap_or_default();
-    match rest.iter().position(|&b| matches!(b, b',' | b'}' | b']' | b':') || b.is_ascii_whitespace()) {
-        Some(0) => Err(ScanError::Invalid("expected a value")),
-        Some(i) => Ok(start + i),
+    let stops = |b: &u8| matches!(b, b',' | b'}' | b']' | b':') || b.is_ascii_whitespace();
+    let mut pos = start;
+    // A word at a time: every delimiter is one of four bytes or below 0x21 (whitespace; other
+    // control bytes there are not delimiters and are stepped over).
+    while let Some(w) = swar::word(bytes, pos) {
+        let maybe =
+            swar::below(w, 0x21) | swar::eq(w, b',') | swar::eq(w, b'}') | swar::eq(w, b']') | swar::eq(w, b':');
+        if maybe == 0 {
+            pos += 8;
+            continue;
+        }
+        pos += swar::first(maybe);
+        if bytes.get(pos).is_some_and(stops) {
+            break;
+        }
+        pos += 1;
+    }
+    let rest = bytes.get(pos..).unwrap_or_default();
+    match rest.iter().position(stops).map(|i| pos + i) {
+        Some(end) if end == start => Err(ScanError::Invalid("expected a value")),
+        Some(end) => Ok(end),
         None => Err(ScanError::Eof),
     }
 }
@@ -196,7 +244,11 @@ pub fn shape(raw: &[u8]) -> Option<([u64; MAX_DIMS], usize)> {
     let mut n = 0usize;
     let mut flat = true;
     let end = array(raw, 0, |v| {
-        let dim = std::str::from_utf8(v).ok().and_then(|t| t.parse().ok());
+        let dim = v.iter().try_fold(0u64, |n, &b| {
+            b.is_ascii_digit().then_some(())?;
+            n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+        });
+        let dim = dim.filter(|_| !v.is_empty());
         match (dim, dims.get_mut(n)) {
             (Some(d), Some(slot)) => *slot = d,
             _ => flat = false,
@@ -215,11 +267,25 @@ pub const MAX_DIMS: usize = 4;
 pub fn string(raw: &[u8]) -> Result<Cow<'_, str>, &'static str> {
     let inner = raw.strip_prefix(b"\"").and_then(|r| r.strip_suffix(b"\"")).ok_or("not a string")?;
     // One pass finds both what is forbidden and what needs decoding.
-    match inner.iter().find(|&&b| b < 0x20 || b == b'\\') {
-        None => std::str::from_utf8(inner).map(Cow::Borrowed).map_err(|_| "invalid UTF-8 in a string"),
-        Some(_) if inner.iter().any(|&b| b < 0x20) => Err("a control character in a string"),
-        Some(_) => serde_json::from_slice::<String>(raw).map(Cow::Owned).map_err(|_| "a bad escape in a string"),
+    if !has_control_or_backslash(inner) {
+        return std::str::from_utf8(inner).map(Cow::Borrowed).map_err(|_| "invalid UTF-8 in a string");
     }
+    match inner.iter().any(|&b| b < 0x20) {
+        true => Err("a control character in a string"),
+        false => serde_json::from_slice::<String>(raw).map(Cow::Owned).map_err(|_| "a bad escape in a string"),
+    }
+}
+
+/// Whether `text` has a control character or a backslash: a word at a time (names are long).
+fn has_control_or_backslash(text: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(w) = swar::word(text, at) {
+        if swar::below(w, 0x20) | swar::eq(w, b'\\') != 0 {
+            return true;
+        }
+        at += 8;
+    }
+    text.get(at..).unwrap_or_default().iter().any(|&b| b < 0x20 || b == b'\\')
 }
 
 /// A raw number, literal, array or object as text (UTF-8 checked).

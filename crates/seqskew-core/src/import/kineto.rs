@@ -96,6 +96,52 @@ pub struct KinetoBuilder {
     seqlen_marks: Vec<(Nanos, Vec<u32>)>,
     comm_threads: Vec<i64>,
     names: NameCache<NameClass>,
+    shapes: ShapeMemo,
+}
+
+/// The last few attention calls' names and recorded inputs, and what they gave: a model's
+/// layers make the same calls over and over (an op and the kernel-level op inside it, forward
+/// and backward, in turn), and reading the shapes anew each time was a tenth of the import.
+#[derive(Default)]
+struct ShapeMemo {
+    entries: [Option<MemoEntry>; SHAPE_MEMO_SIZE],
+    /// The entry a miss replaces next (round robin).
+    next: usize,
+}
+
+const SHAPE_MEMO_SIZE: usize = 4;
+
+struct MemoEntry {
+    name: String,
+    dims: Option<Vec<u8>>,
+    concrete: Option<Vec<u8>>,
+    shape: Option<CallShape>,
+}
+
+impl ShapeMemo {
+    fn call_shape(
+        &mut self,
+        name: &str,
+        dims: Option<RawText<'_>>,
+        concrete: Option<RawText<'_>>,
+    ) -> Option<CallShape> {
+        let same = |kept: &Option<Vec<u8>>, raw: Option<RawText<'_>>| kept.as_deref() == raw.map(RawText::get);
+        let hit = self
+            .entries
+            .iter()
+            .flatten()
+            .find(|e| e.name == name && same(&e.dims, dims) && same(&e.concrete, concrete));
+        if let Some(entry) = hit {
+            return entry.shape;
+        }
+        let shape = call_shape(name, dims, concrete);
+        let owned = |raw: Option<RawText<'_>>| raw.map(|r| r.get().to_vec());
+        if let Some(slot) = self.entries.get_mut(self.next) {
+            *slot = Some(MemoEntry { name: name.to_owned(), dims: owned(dims), concrete: owned(concrete), shape });
+        }
+        self.next = (self.next + 1) % SHAPE_MEMO_SIZE;
+        shape
+    }
 }
 
 /// What an operator's or kernel's name says.
@@ -136,29 +182,13 @@ impl KinetoBuilder {
             seqlen_marks: Vec::new(),
             comm_threads: Vec::new(),
             names: NameCache::default(),
+            shapes: ShapeMemo::default(),
         }
     }
 
     fn complete_event(&mut self, ev: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> bool {
         let cat = ev.cat();
-        let interesting = matches!(
-            cat,
-            "user_annotation"
-                | "gpu_user_annotation"
-                | "cpu_op"
-                | "operator"
-                | "Operator"
-                | "kernel"
-                | "Kernel"
-                | "gpu_memcpy"
-                | "gpu_memset"
-                | "Memcpy"
-                | "Memset"
-                | "cuda_runtime"
-                | "cuda_driver"
-                | "Runtime"
-        );
-        if !interesting {
+        if !is_read_category(cat) {
             return false;
         }
         let Some((start, end)) = interval(ev, place, diags) else {
@@ -184,7 +214,7 @@ impl KinetoBuilder {
                     let shape = if backward {
                         None
                     } else {
-                        ev.args.as_ref().and_then(|a| call_shape(name, a.input_dims, a.concrete_inputs))
+                        ev.args.as_ref().and_then(|a| self.shapes.call_shape(name, a.input_dims, a.concrete_inputs))
                     };
                     self.attention.push(AttentionOp { start, end, thread, backward, shape });
                     OpClass::Attention
@@ -537,6 +567,28 @@ fn call_shape(name: &str, dims: Option<RawText<'_>>, concrete: Option<RawText<'_
     }
 }
 
+/// The categories of complete events the importer reads; it ignores the others
+/// (`python_function`, `overhead`, …).
+fn is_read_category(cat: &str) -> bool {
+    matches!(
+        cat,
+        "user_annotation"
+            | "gpu_user_annotation"
+            | "cpu_op"
+            | "operator"
+            | "Operator"
+            | "kernel"
+            | "Kernel"
+            | "gpu_memcpy"
+            | "gpu_memset"
+            | "Memcpy"
+            | "Memset"
+            | "cuda_runtime"
+            | "cuda_driver"
+            | "Runtime"
+    )
+}
+
 fn is_optimizer_kernel(name: &str) -> bool {
     ["multi_tensor_apply", "adam", "Adam", "sgd_", "lamb"].iter().any(|w| name.contains(w))
 }
@@ -590,6 +642,10 @@ impl TraceBuilder for KinetoBuilder {
             "baseTimeNanoseconds" => self.base_ns = to_nanos(value.get(), 1).unwrap_or(0),
             _ => self.host = serde_json::from_str::<String>(value.get()).ok(),
         }
+    }
+
+    fn ignores_complete(&self, category: &str) -> bool {
+        !is_read_category(category)
     }
 
     fn event(&mut self, ev: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> bool {
@@ -706,6 +762,35 @@ mod tests {
             Some(CallShape::Varlen { tokens: 9000, count: 4, max_len: 4096 })
         );
         assert_eq!(call_shape("aten::scaled_dot_product_attention", None, None), None);
+    }
+
+    /// The memo answers what reading the shapes answers: hits, and near misses (the same
+    /// dims under another name, the same dims with other scalars), in any order.
+    #[test]
+    fn remembered_shapes_are_the_shapes() {
+        let sdpa = "aten::scaled_dot_product_attention";
+        // The same dims mean another length to a flash kernel ([B, S, H, D]).
+        let flash = "aten::_flash_attention_forward";
+        let varlen = "flash_attn::_flash_attn_varlen_forward";
+        let (dense, packed) = ("[[1, 4, 265, 32]]", "[[9000, 16, 128], [5]]");
+        let (long, short) = (r#"["", "", "", "", "", "4096", "4096"]"#, r#"["", "", "", "", "", "77", "77"]"#);
+        let calls = [
+            (sdpa, dense, None),
+            (flash, dense, None),
+            (sdpa, dense, None),
+            (varlen, packed, Some(long)),
+            (varlen, packed, Some(short)),
+            (varlen, packed, Some(long)),
+            (flash, dense, None),
+        ];
+        let mut memo = ShapeMemo::default();
+        for round in 0..3 {
+            for (i, &(name, dims, concrete)) in calls.iter().enumerate() {
+                let fresh = call_shape(name, Some(raw(dims)), concrete.map(raw));
+                let remembered = memo.call_shape(name, Some(raw(dims)), concrete.map(raw));
+                assert_eq!(remembered, fresh, "round {round}, call {i}");
+            }
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod names;
 mod numbers;
 mod sniff;
 mod steplog;
+mod swar;
 mod timeline;
 mod trace_event;
 

@@ -67,9 +67,6 @@ impl<'a> Id<'a> {
     }
 }
 
-/// What an event's `args` gave: its fields, none, or why a kept one is unusable.
-type ArgsOrWhyNot<'a> = Result<Option<RawArgs<'a>>, &'static str>;
-
 /// The `args` fields any importer looks at.
 #[derive(Debug, Default)]
 pub struct RawArgs<'a> {
@@ -90,14 +87,19 @@ pub struct RawArgs<'a> {
 }
 
 impl<'a> RawArgs<'a> {
-    /// The args value at `bytes[start]` and where it ends. Its fields of interest when it is
-    /// an object (`None` when it is not, or is malformed: the event is kept without them); an
-    /// `Err` inside when a kept string is unusable.
-    fn scan(bytes: &'a [u8], start: usize) -> Result<(ArgsOrWhyNot<'a>, usize), ScanError> {
+    /// Reads the args value at `bytes[start]` into `slot`, in place (the struct is large: it
+    /// is not moved about per event), and returns where it ends. The slot holds the fields of
+    /// interest when the value is an object, and stays `None` when it is not or is malformed
+    /// (the event is kept without them); an `Err` inside when a kept string is unusable.
+    fn scan_into(
+        slot: &mut Option<Self>,
+        bytes: &'a [u8],
+        start: usize,
+    ) -> Result<(Result<(), &'static str>, usize), ScanError> {
         if bytes.get(start) != Some(&b'{') {
-            return Ok((Ok(None), json::value_end(bytes, start)?));
+            return Ok((Ok(()), json::value_end(bytes, start)?));
         }
-        let mut args = RawArgs::default();
+        let args = slot.insert(RawArgs::default());
         let mut bad = None;
         let scanned = json::object(bytes, start, |key, value| {
             let text = || Some(RawText(value));
@@ -124,14 +126,25 @@ impl<'a> RawArgs<'a> {
                 _ => {}
             }
         });
-        let (args, end) = match scanned {
-            Ok(end) => (Some(args), end),
+        let end = match scanned {
+            Ok(end) => end,
             Err(ScanError::Eof) => return Err(ScanError::Eof),
             // Malformed inside: skipped to its closing bracket, the event kept without it.
-            Err(ScanError::Invalid(_)) => (None, json::value_end(bytes, start)?),
+            Err(ScanError::Invalid(_)) => {
+                *slot = None;
+                json::value_end(bytes, start)?
+            }
         };
-        Ok((bad.map_or(Ok(args), Err), end))
+        Ok((bad.map_or(Ok(()), Err), end))
     }
+}
+
+/// What [`RawEvent::read`] did with the event, and the bytes it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    Event(usize),
+    /// Of a category the reader was told to ignore: skipped unread.
+    Ignored(usize),
 }
 
 /// One trace event with borrowed strings.
@@ -152,8 +165,20 @@ impl<'a> RawEvent<'a> {
     /// keep that has control characters or invalid UTF-8 makes the event `Invalid`.
     pub fn parse(bytes: &'a [u8]) -> Result<(Self, usize), ScanError> {
         let mut ev = RawEvent::default();
+        match ev.read(bytes, |_| false)? {
+            Read::Event(used) | Read::Ignored(used) => Ok((ev, used)),
+        }
+    }
+
+    /// [`parse`](Self::parse) into a default event, in place: the hot path, where moving the
+    /// large struct out of a function per event cost as much as reading a field. A complete
+    /// event whose category `ignored` names (read after `"ph": "X"`, as profilers write them)
+    /// is skipped to its end unread, and not checked further.
+    pub fn read(&mut self, bytes: &'a [u8], ignored: impl Fn(&str) -> bool) -> Result<Read, ScanError> {
+        let ev = self;
         let mut bad = None;
-        let end = json::object_scanning(bytes, 0, |key, start| {
+        let mut skip = false;
+        let scanned = json::object_scanning(bytes, 0, |key, start| {
             let mut keep = |r: Result<(), &'static str>| {
                 if let Err(why) = r {
                     bad = Some(why);
@@ -161,8 +186,8 @@ impl<'a> RawEvent<'a> {
             };
             // `args` is read in the same pass that finds its end.
             if key.as_ref() == b"args" {
-                let (args, end) = RawArgs::scan(bytes, start)?;
-                keep(args.map(|a| ev.args = a));
+                let (args, end) = RawArgs::scan_into(&mut ev.args, bytes, start)?;
+                keep(args);
                 return Ok(end);
             }
             let end = json::value_end(bytes, start)?;
@@ -171,7 +196,13 @@ impl<'a> RawEvent<'a> {
             match key.as_ref() {
                 b"ph" => keep(string(value).map(|s| ev.ph = s)),
                 b"name" => keep(string(value).map(|s| ev.name = s)),
-                b"cat" => keep(string(value).map(|s| ev.cat = s)),
+                b"cat" => {
+                    keep(string(value).map(|s| ev.cat = s));
+                    if ev.phase() == "X" && ignored(ev.cat()) {
+                        skip = true;
+                        return Err(ScanError::Invalid("ignored"));
+                    }
+                }
                 b"pid" => keep(Id::of(value).map(|i| ev.pid = i)),
                 b"tid" => keep(Id::of(value).map(|i| ev.tid = i)),
                 b"ts" => ev.ts = Some(RawText(value)),
@@ -179,10 +210,13 @@ impl<'a> RawEvent<'a> {
                 _ => {}
             }
             Ok(end)
-        })?;
-        match bad {
-            Some(why) => Err(ScanError::Invalid(why)),
-            None => Ok((ev, end)),
+        });
+        if skip {
+            return Ok(Read::Ignored(json::value_end(bytes, 0)?));
+        }
+        match (scanned?, bad) {
+            (_, Some(why)) => Err(ScanError::Invalid(why)),
+            (end, None) => Ok(Read::Event(end)),
         }
     }
 
