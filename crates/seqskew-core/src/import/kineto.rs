@@ -688,6 +688,8 @@ impl TraceBuilder for KinetoBuilder {
         let sorted_windows: Vec<(Nanos, Nanos)> = order.iter().filter_map(|&i| windows.get(i).copied()).collect();
         let buckets = bucket(&sorted_windows, &pieces);
         let calls = self.sequences(&cpu);
+        // In time order, so each step finds its marks by bisection (the lengths are sorted later).
+        self.seqlen_marks.sort_by_key(|(t, _)| *t);
         let mut steps = Vec::with_capacity(cpu.len());
         for (&i, bucket) in order.iter().zip(&buckets) {
             let (Some(mark), Some(&(start, end))) = (cpu.get(i), windows.get(i)) else {
@@ -695,12 +697,10 @@ impl TraceBuilder for KinetoBuilder {
             };
             let (spans, totals) = partition(start, end, bucket);
             let mut sequences = calls.get(i).cloned().flatten().map(|c| sequences_of(&c)).unwrap_or_default();
-            let exact: Vec<u32> = self
-                .seqlen_marks
-                .iter()
-                .filter(|(t, _)| mark.start <= *t && *t < mark.end)
-                .flat_map(|(_, l)| l.iter().copied())
-                .collect();
+            let from = self.seqlen_marks.partition_point(|(t, _)| *t < mark.start);
+            let to = self.seqlen_marks.partition_point(|(t, _)| *t < mark.end);
+            let marks = self.seqlen_marks.get(from..to.max(from)).unwrap_or_default();
+            let exact: Vec<u32> = marks.iter().flat_map(|(_, l)| l.iter().copied()).collect();
             if !exact.is_empty() {
                 sequences = Sequences::from_lengths(SequenceKnowledge::Exact, exact);
             }
