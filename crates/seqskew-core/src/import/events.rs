@@ -626,9 +626,15 @@ mod tests {
     /// category is bad); the category alone is not enough.
     #[test]
     fn skips_complete_events_of_ignored_categories() {
-        let doc = br#"[{"ph":"X","cat":"python_function","name":"","args":{"a":[1,"}"]},"ts":x},
+        // The first event has a raw control character in its name and a bad `ts`.
+        let doc = [
+            &br#"[{"ph":"X","cat":"python_function","name":"a"#[..],
+            b"\x01",
+            br#"b","args":{"a":[1,"}"]},"ts":x},
             {"ph":"X","cat":"cpu_op","name":"kept"},{"cat":"python_function","ph":"X","name":"cat first"},
-            {"ph":"M","cat":"python_function","name":"metadata"},{"ph":"X","cat":"python_function","name":"cut"#;
+            {"ph":"M","cat":"python_function","name":"metadata"},{"ph":"X","cat":"python_function","name":"cut"#,
+        ]
+        .concat();
         for chunk in [1, 7, 10_000] {
             let mut diags = DiagnosticSink::new("t.json");
             let mut parser = TraceDocument::new(Recorder::default());

@@ -4,7 +4,8 @@
 //!
 //! Traces are mostly fields and events the importers ignore. serde_json validated and walked
 //! every byte of them into structs (about 140 MB/s); the scanner only finds where each value
-//! ends (strings by `memchr`, containers by their brackets), so skipped content costs little.
+//! ends (strings by their closing quote, containers by their brackets, both searched a word
+//! at a time: [`swar`](super::swar)), so skipped content costs little.
 //! What is kept is checked where it is used: strings by [`string`], numbers by the number
 //! parsers. serde_json still reads top-level values, escaped strings and the Chrome importer's
 //! length lists.
@@ -266,7 +267,7 @@ pub const MAX_DIMS: usize = 4;
 /// characters and invalid UTF-8 are errors, as in JSON.
 pub fn string(raw: &[u8]) -> Result<Cow<'_, str>, &'static str> {
     let inner = raw.strip_prefix(b"\"").and_then(|r| r.strip_suffix(b"\"")).ok_or("not a string")?;
-    // One pass finds both what is forbidden and what needs decoding.
+    // One pass finds whether anything is forbidden or needs decoding; rare strings look again.
     if !has_control_or_backslash(inner) {
         return std::str::from_utf8(inner).map(Cow::Borrowed).map_err(|_| "invalid UTF-8 in a string");
     }
