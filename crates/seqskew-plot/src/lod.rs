@@ -10,12 +10,17 @@ use crate::timeline::LaneSpan;
 pub const GAP: u8 = 8;
 /// Lanes with fewer spans are walked directly.
 const MIN_SPANS: usize = 64;
+/// The finest level's buckets per span (on average). Zoomed in further than the finest level,
+/// the timeline samples the spans themselves, at a cost that grows with the spans in view:
+/// four buckets a span keep that cost to a quarter of a lane's spans per pixel column, where
+/// one had made a 4096-worker frame three times slower there than anywhere else.
+const BUCKETS_PER_SPAN: usize = 4;
 /// The coarsest level has at most this many buckets.
 const COARSEST: usize = 64;
 
 /// Per level (finest first), the dominant kind index of each of `len` equal buckets of
-/// `[start, end)`, or 8 ("nothing ran"). Each level has half the buckets of the one before; the finest
-/// has one per span, so all levels together take two bytes per span.
+/// `[start, end)`, or 8 ("nothing ran"). Each level has half the buckets of the one before; the
+/// finest has [`BUCKETS_PER_SPAN`] per span, so all levels together take eight bytes per span.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LaneSummary {
     pub start: f64,
@@ -31,7 +36,7 @@ impl LaneSummary {
         if spans.len() < MIN_SPANS || !(end - start).is_finite() || end <= start {
             return LaneSummary::default();
         }
-        let n = spans.len();
+        let n = spans.len() * BUCKETS_PER_SPAN;
         let width = (end - start) / n as f64;
         // Time per kind (and gap) in each finest bucket.
         let mut hist = vec![[0f32; 9]; n];
@@ -109,14 +114,16 @@ mod tests {
             .collect();
         let s = LaneSummary::of(&spans);
         let lens: Vec<usize> = s.levels.iter().map(Vec::len).collect();
-        assert_eq!(lens, [300, 150, 75, 38]);
-        // Finest: 300 buckets of 3.33 ms; the first is compute, the third communication
-        // (6.67..10 ms).
-        assert_eq!(s.levels[0][0], SpanKind::Compute as u8);
-        assert_eq!(s.levels[0][2], SpanKind::Communication as u8);
+        assert_eq!(lens, [1200, 600, 300, 150, 75, 38]);
+        // Finest: 1200 buckets of 0.83 ms; in the first step, buckets 0–6 are compute (to 5.83
+        // ms), 7 is more attention than compute (5.83..6.67 ms), 8 more communication than
+        // attention (6.67..7.5 ms), 9–11 communication.
+        let first_step: Vec<u8> = s.levels[0][..12].to_vec();
+        let (c, a, m) = (SpanKind::Compute as u8, SpanKind::Attention as u8, SpanKind::Communication as u8);
+        assert_eq!(first_step, [c, c, c, c, c, c, c, a, m, m, m, m]);
         // Coarser buckets span whole steps: compute dominates.
-        assert!(s.levels[3].iter().all(|&k| k == SpanKind::Compute as u8));
-        assert_eq!(s.level_for(1.0), None);
+        assert!(s.levels[5].iter().all(|&k| k == c));
+        assert_eq!(s.level_for(0.5), None);
         assert_eq!(s.level_for(7.0).map(|l| l.0.len()), Some(150));
         assert_eq!(s.level_for(1e9).map(|l| l.0.len()), Some(38));
         assert_eq!(LaneSummary::of(&spans[..10]), LaneSummary::default());
