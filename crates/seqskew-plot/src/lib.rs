@@ -15,7 +15,7 @@
 //!
 //! [`TimelineData`] and [`PipelineData`] are plain serde data: a Web Worker can build them from
 //! the `Job` ([`timeline_data`], [`pipeline_data`]) and post them to the page. The timeline keeps
-//! each lane's spans in one time-sorted array plus a level-of-detail summary (eight bytes
+//! each lane's spans in one time-sorted array plus a level-of-detail summary (four bytes
 //! per span), so drawing any window costs about the pixel count, not the span count.
 //!
 //! Every chart takes a `&DrawingArea<DB, Shift>` (split it to place several), fills it, and

@@ -11,16 +11,17 @@ pub const GAP: u8 = 8;
 /// Lanes with fewer spans are walked directly.
 const MIN_SPANS: usize = 64;
 /// The finest level's buckets per span (on average). Zoomed in further than the finest level,
-/// the timeline samples the spans themselves, at a cost that grows with the spans in view:
-/// four buckets a span keep that cost to a quarter of a lane's spans per pixel column, where
-/// one had made a 4096-worker frame three times slower there than anywhere else.
-const BUCKETS_PER_SPAN: usize = 4;
+/// the timeline samples the spans themselves, at a cost that grows with the spans in view, at
+/// most a lane's buckets per pixel column: two buckets a span halve that worst case, where one
+/// had made a 4096-worker frame three times slower than anywhere else (four would halve it
+/// again, for two more bytes a span in the page's memory and the worker's result).
+const BUCKETS_PER_SPAN: usize = 2;
 /// The coarsest level has at most this many buckets.
 const COARSEST: usize = 64;
 
 /// Per level (finest first), the dominant kind index of each of `len` equal buckets of
 /// `[start, end)`, or 8 ("nothing ran"). Each level has half the buckets of the one before; the
-/// finest has [`BUCKETS_PER_SPAN`] per span, so all levels together take eight bytes per span.
+/// finest has [`BUCKETS_PER_SPAN`] per span, so all levels together take four bytes per span.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LaneSummary {
     pub start: f64,
@@ -114,16 +115,16 @@ mod tests {
             .collect();
         let s = LaneSummary::of(&spans);
         let lens: Vec<usize> = s.levels.iter().map(Vec::len).collect();
-        assert_eq!(lens, [1200, 600, 300, 150, 75, 38]);
-        // Finest: 1200 buckets of 0.83 ms; in the first step, buckets 0–6 are compute (to 5.83
-        // ms), 7 is more attention than compute (5.83..6.67 ms), 8 more communication than
-        // attention (6.67..7.5 ms), 9–11 communication.
-        let first_step: Vec<u8> = s.levels[0][..12].to_vec();
-        let (c, a, m) = (SpanKind::Compute as u8, SpanKind::Attention as u8, SpanKind::Communication as u8);
-        assert_eq!(first_step, [c, c, c, c, c, c, c, a, m, m, m, m]);
+        assert_eq!(lens, [600, 300, 150, 75, 38]);
+        // Finest: 600 buckets of 1.67 ms; in the first step, buckets 0–2 are compute (to 5 ms),
+        // 3 is more compute than attention (5..6.67 ms), 4 more communication than attention
+        // (6.67..8.33 ms), 5 communication.
+        let first_step: Vec<u8> = s.levels[0][..6].to_vec();
+        let (c, m) = (SpanKind::Compute as u8, SpanKind::Communication as u8);
+        assert_eq!(first_step, [c, c, c, c, m, m]);
         // Coarser buckets span whole steps: compute dominates.
-        assert!(s.levels[5].iter().all(|&k| k == c));
-        assert_eq!(s.level_for(0.5), None);
+        assert!(s.levels[4].iter().all(|&k| k == c));
+        assert_eq!(s.level_for(1.0), None);
         assert_eq!(s.level_for(7.0).map(|l| l.0.len()), Some(150));
         assert_eq!(s.level_for(1e9).map(|l| l.0.len()), Some(38));
         assert_eq!(LaneSummary::of(&spans[..10]), LaneSummary::default());
