@@ -308,9 +308,7 @@ impl<B: TraceBuilder> TraceDocument<B> {
                 Some(start + used)
             }
             Ok(Read::Ignored(used)) => {
-                self.consecutive_bad = 0;
-                self.stats.records += 1;
-                self.stats.skipped += 1;
+                self.count(false);
                 Some(start + used)
             }
             // The event continues in the next chunk; at the end, it is the truncated last one
@@ -381,9 +379,15 @@ impl<B: TraceBuilder> TraceDocument<B> {
     }
 
     fn accept(&mut self, event: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) {
+        let kept = self.builder.event(event, place, diags);
+        self.count(kept);
+    }
+
+    /// Counts a readable event, kept or skipped.
+    fn count(&mut self, kept: bool) {
         self.consecutive_bad = 0;
         self.stats.records += 1;
-        if self.builder.event(event, place, diags) {
+        if kept {
             self.stats.kept += 1;
         } else {
             self.stats.skipped += 1;

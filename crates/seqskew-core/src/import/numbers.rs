@@ -75,16 +75,8 @@ fn any_number_to_nanos(raw: &[u8], unit_ns: i64) -> Result<Nanos, NumberProblem>
     // Fraction digits beyond 18 cannot change the rounded nanosecond.
     let frac_part = frac_part.get(..18).unwrap_or(frac_part);
     let fraction = frac_part.iter().fold(0i64, |f, &b| f * 10 + i64::from(b - b'0'));
-    let denominator = 10i64.pow(frac_part.len() as u32);
-    value += match (u64::try_from(unit_ns), frac_part.len()) {
-        // The usual case (`ts` in microseconds with up to nine decimals) in 64 bits: a 128-bit
-        // division costs more than the rest of the number.
-        (Ok(unit @ ..=1_000_000_000), ..=9) => {
-            let (fraction, denominator) = (fraction as u64, denominator as u64);
-            i128::from((fraction * unit * 2 + denominator) / (2 * denominator))
-        }
-        _ => (i128::from(fraction) * i128::from(unit_ns) * 2 + i128::from(denominator)) / (2 * i128::from(denominator)),
-    };
+    let denominator = i128::from(10i64.pow(frac_part.len() as u32));
+    value += (i128::from(fraction) * i128::from(unit_ns) * 2 + denominator) / (2 * denominator);
     let value = if negative { -value } else { value };
     i64::try_from(value).map_err(|_| NumberProblem::OutOfRange)
 }
