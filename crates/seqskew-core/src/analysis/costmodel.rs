@@ -2,7 +2,7 @@
 //! reweighting) with non-negative coefficients, per worker-step and per micro-batch.
 
 use super::frame::{Frame, SeqFeatures};
-use super::stats::{median, nonnegative_least_squares, sample_stride};
+use super::stats::{evenly_spaced, median, nonnegative_least_squares};
 
 /// A fitted model; coefficients in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -33,11 +33,9 @@ impl Fit {
 }
 
 /// The samples a fit can use (sequences known, a positive time), at most about 2¹⁵ of them
-/// taken at an even stride: counted first, so that a large job's samples are never all built.
+/// ([`evenly_spaced`]).
 fn usable_samples(samples: impl Iterator<Item = (SeqFeatures, f64)> + Clone) -> Vec<(SeqFeatures, f64)> {
-    let usable = samples.filter(|(f, y)| f.known && y.is_finite() && *y > 0.0);
-    let every = sample_stride(usable.clone().count());
-    usable.step_by(every).collect()
+    evenly_spaced(samples.filter(|(f, y)| f.known && y.is_finite() && *y > 0.0))
 }
 
 /// Fits `y ≈ model(x)` over samples.

@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use crate::model::{CollectiveOp, Job, Nanos, SequenceKnowledge, Sequences, SpanKind};
+use crate::model::{CollectiveOp, Job, Nanos, SequenceKnowledge, Sequences, SpanKind, WorkerStep};
 
 /// A worker's place in the job.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,18 +50,17 @@ impl SeqFeatures {
 /// One worker's numbers in one step.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Cell {
-    pub start: Nanos,
     pub duration: Nanos,
     /// Compute and attention (the work that depends on the data).
     pub compute: Nanos,
     pub attention: Nanos,
     pub optimizer: Nanos,
-    /// Inside collectives and transfers (waiting or transferring).
-    pub comm: Nanos,
-    /// The part of `comm` spent in pipeline send/recv (waiting for the neighbouring stage).
-    pub p2p: Nanos,
-    /// The part of `comm` that was transfer, not waiting: for each of its collectives, end −
-    /// the last participant's start. `None` when the input has no collective timestamps.
+    /// Inside collectives (waiting or transferring), not counting pipeline send/recv (waiting
+    /// for the neighbouring stage).
+    pub collectives: Nanos,
+    /// The part of the time in communication that was transfer, not waiting: for each of its
+    /// collectives, end − the last participant's start. `None` when the input has no collective
+    /// timestamps.
     pub transfer: Option<Nanos>,
     /// Nothing ran, or the host was loading data.
     pub stall: Nanos,
@@ -71,7 +70,7 @@ pub struct Cell {
     /// one list for the job, not one allocation per cell, as a large job has millions of cells.
     pub micro_batches: Range<u32>,
     /// Where the worker-step is in the job: (worker index, step index within the worker).
-    pub source: (usize, usize),
+    pub source: (u32, u32),
 }
 
 /// One micro-batch of a worker-step.
@@ -167,46 +166,27 @@ pub fn build(job: &Job) -> Frame {
         slots.push(Slot { rank: w.rank, dp, stage, label });
     }
     let steps = job.steps();
-    let mut cells: Vec<Vec<Option<Cell>>> = vec![vec![None; job.workers.len()]; steps.len()];
+    // Step by step, as the diagnosis reads the table: each row and the micro-batches of its
+    // cells are then laid out in the order every later pass visits them. Each worker's steps
+    // are sorted (the model's invariant), so one cursor per worker finds its cell for a row.
+    let mut next_step = vec![0usize; job.workers.len()];
+    let mut cells: Vec<Vec<Option<Cell>>> = Vec::with_capacity(steps.len());
     let mut micro_batches = Vec::new();
-    for (wi, w) in job.workers.iter().enumerate() {
-        for (si, s) in w.steps.iter().enumerate() {
-            let Ok(row) = steps.binary_search(&s.step) else { continue };
-            let t = &s.totals;
-            let cell = Cell {
-                start: s.start,
-                duration: s.duration,
-                compute: t.get(SpanKind::Compute) + t.get(SpanKind::Attention),
-                attention: s.sequences.attention.unwrap_or_else(|| t.get(SpanKind::Attention)),
-                optimizer: t.get(SpanKind::Optimizer),
-                comm: t.communication(),
-                p2p: s
-                    .collectives
-                    .iter()
-                    .filter(|c| matches!(c.op, CollectiveOp::Send | CollectiveOp::Recv))
-                    .map(|c| c.end - c.start)
-                    .sum::<Nanos>()
-                    .min(t.communication()),
-                transfer: s.transfer.map(|x| x.min(t.communication())),
-                stall: t.get(SpanKind::HostStall) + t.get(SpanKind::DataLoading),
-                other: t.get(SpanKind::Other),
-                seq: SeqFeatures::of(&s.sequences),
-                micro_batches: {
-                    let first = micro_batches.len() as u32;
-                    micro_batches.extend(s.micro_batches.iter().map(|m| MicroBatchCell {
-                        forward: m.forward,
-                        backward: m.backward,
-                        seq: SeqFeatures::of(&m.sequences),
-                        attention: m.sequences.attention,
-                    }));
-                    first..micro_batches.len() as u32
-                },
-                source: (wi, si),
-            };
-            if let Some(slot) = cells.get_mut(row).and_then(|r| r.get_mut(wi)) {
-                *slot = Some(cell);
+    for &step in &steps {
+        let mut row = Vec::with_capacity(job.workers.len());
+        for (wi, (w, next)) in job.workers.iter().zip(next_step.iter_mut()).enumerate() {
+            while w.steps.get(*next).is_some_and(|s| s.step < step) {
+                *next += 1;
             }
+            let si = *next;
+            let Some(s) = w.steps.get(si).filter(|s| s.step == step) else {
+                row.push(None);
+                continue;
+            };
+            *next += 1;
+            row.push(Some(cell_of(s, (wi as u32, si as u32), &mut micro_batches)));
         }
+        cells.push(row);
     }
     if job.sequence_knowledge() == SequenceKnowledge::VarlenBounds {
         use_attention_for_bounds(&mut cells, &mut micro_batches);
@@ -214,6 +194,41 @@ pub fn build(job: &Job) -> Frame {
     let stages = slots.iter().map(|s| s.stage + 1).max().unwrap_or(1);
     let dp_size = slots.iter().map(|s| s.dp + 1).max().unwrap_or(1);
     Frame { steps, slots, stages, dp_size, cells, micro_batches, knowledge: job.sequence_knowledge() }
+}
+
+/// One worker-step's cell; its micro-batches are appended to the job's list.
+fn cell_of(s: &WorkerStep, source: (u32, u32), micro_batches: &mut Vec<MicroBatchCell>) -> Cell {
+    let t = &s.totals;
+    let communication = t.communication();
+    let p2p = s
+        .collectives
+        .iter()
+        .filter(|c| matches!(c.op, CollectiveOp::Send | CollectiveOp::Recv))
+        .map(|c| c.end - c.start)
+        .sum::<Nanos>()
+        .min(communication);
+    Cell {
+        duration: s.duration,
+        compute: t.get(SpanKind::Compute) + t.get(SpanKind::Attention),
+        attention: s.sequences.attention.unwrap_or_else(|| t.get(SpanKind::Attention)),
+        optimizer: t.get(SpanKind::Optimizer),
+        collectives: communication - p2p,
+        transfer: s.transfer.map(|x| x.min(communication)),
+        stall: t.get(SpanKind::HostStall) + t.get(SpanKind::DataLoading),
+        other: t.get(SpanKind::Other),
+        seq: SeqFeatures::of(&s.sequences),
+        micro_batches: {
+            let first = micro_batches.len() as u32;
+            micro_batches.extend(s.micro_batches.iter().map(|m| MicroBatchCell {
+                forward: m.forward,
+                backward: m.backward,
+                seq: SeqFeatures::of(&m.sequences),
+                attention: m.sequences.attention,
+            }));
+            first..micro_batches.len() as u32
+        },
+        source,
+    }
 }
 
 /// With only varlen bounds, a shard's attention cost is best known from its measured attention
@@ -265,5 +280,49 @@ mod tests {
         assert_eq!(layout, vec![(0, 0), (1, 1), (0, 0), (1, 0)]);
         assert_eq!((f.stages, f.dp_size, f.steps.clone()), (2, 2, vec![1]));
         assert_eq!(f.cell(0, 3).map(|c| c.duration), Some(10));
+    }
+
+    #[test]
+    fn cells_find_their_rows_whatever_steps_each_worker_has() {
+        use crate::model::MicroBatch;
+        // Worker 0 has steps 1–3, worker 1 steps 2, 4 and 5 (a gap); micro-batch forward times
+        // say which worker-step each came from.
+        let step = |step: u64, tag: i64| WorkerStep {
+            step,
+            duration: tag,
+            micro_batches: vec![MicroBatch { forward: tag, ..MicroBatch::default() }; 2],
+            ..WorkerStep::default()
+        };
+        let job = Job {
+            workers: vec![
+                Worker { rank: 0, steps: vec![step(1, 10), step(2, 20), step(3, 30)], ..Worker::default() },
+                Worker { rank: 1, steps: vec![step(2, 21), step(4, 41), step(5, 51)], ..Worker::default() },
+            ],
+        };
+        let f = build(&job);
+        assert_eq!(f.steps, [1, 2, 3, 4, 5]);
+        // Per row and worker: (duration, source, micro-batch forward times).
+        type Seen = Option<(i64, (u32, u32), Vec<i64>)>;
+        let table: Vec<Vec<Seen>> = (0..5)
+            .map(|si| {
+                (0..2)
+                    .map(|wi| {
+                        f.cell(si, wi)
+                            .map(|c| (c.duration, c.source, f.micro_batches_of(c).iter().map(|m| m.forward).collect()))
+                    })
+                    .collect()
+            })
+            .collect();
+        let cell = |tag, source| Some((tag, source, vec![tag, tag]));
+        assert_eq!(
+            table,
+            [
+                vec![cell(10, (0, 0)), None],
+                vec![cell(20, (0, 1)), cell(21, (1, 0))],
+                vec![cell(30, (0, 2)), None],
+                vec![None, cell(41, (1, 1))],
+                vec![None, cell(51, (1, 2))],
+            ]
+        );
     }
 }

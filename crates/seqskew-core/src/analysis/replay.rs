@@ -91,7 +91,7 @@ pub fn slot_steps(frame: &Frame, fit: Option<&Fit>, mb_fit: Option<&Fit>) -> Vec
                                     stall: c.stall as f64,
                                     passes,
                                     tail: c.optimizer as f64 + c.other as f64 + outside,
-                                    comm: (c.comm - c.p2p) as f64,
+                                    comm: c.collectives as f64,
                                     expected: fit.filter(|_| c.seq.known).map(|f| f.predict(&c.seq)),
                                     expected_passes: mb_fit
                                         .filter(|_| uniform && frame.micro_batches_of(c).iter().all(|m| m.seq.known))
@@ -137,12 +137,12 @@ pub fn replay_step(step: &StepSlots) -> f64 {
     let stages = step.slots.len();
     let dps = step.slots.iter().map(Vec::len).max().unwrap_or(0);
     let micro_batches = step.slots.iter().flatten().flatten().map(|s| s.passes.len()).max().unwrap_or(1).max(1);
-    let pipelined = stages > 1 && micro_batches > 1;
+    let as_pipelines = pipelined(step);
     let mut arrivals: Vec<f64> = vec![0.0; stages];
     for d in 0..dps {
         // A column of replicas is built only to replay a pipeline (this runs for every slot of
         // every step, several times over).
-        if pipelined {
+        if as_pipelines {
             let column: Vec<Option<&SlotStep>> =
                 step.slots.iter().map(|row| row.get(d).and_then(Option::as_ref)).collect();
             if column.iter().all(Option::is_some) {
@@ -398,45 +398,91 @@ impl Baseline {
     }
 }
 
+/// Slot (p, d) of `step` with only the restored parts taken from the job: each of its passes
+/// (forward, backward) given to `pass` in order, its stall and tail returned.
+fn restored_slot(
+    s: &SlotStep,
+    (p, d): (usize, usize),
+    f: &Factors,
+    b: &Baseline,
+    keep: Restore,
+    mut pass: impl FnMut((f64, f64)),
+) -> (f64, f64) {
+    let (g, w) = (f.stage_of(p), f.worker_of(p, d));
+    let scale = (if keep.stage_factors { g } else { 1.0 }) * (if keep.worker_factors { w } else { 1.0 });
+    match (&s.expected_passes, s.expected) {
+        (Some(expected), _) if keep.data_compute && b.pass_expected > 0.0 => {
+            // Each micro-batch as its data predicts (a pipeline feels every one).
+            for e in expected {
+                let r = e / b.pass_expected;
+                pass((b.forward * scale * r, b.backward * scale * r));
+            }
+        }
+        (_, Some(expected)) if keep.data_compute && b.expected > 0.0 => {
+            let r = expected / b.expected;
+            s.passes.iter().for_each(|_| pass((b.forward * scale * r, b.backward * scale * r)));
+        }
+        _ if keep.residual_compute => {
+            // Actual durations with the persistent factors taken out (and put back if kept).
+            s.passes.iter().for_each(|&(x, y)| pass((x / (g * w) * scale, y / (g * w) * scale)));
+        }
+        _ => s.passes.iter().for_each(|_| pass((b.forward * scale, b.backward * scale))),
+    }
+    let persistent = || f.persistent_stall.get(p).and_then(|r| r.get(d)).copied().unwrap_or(0.0);
+    let stall = match (keep.worker_factors, keep.residual_stalls) {
+        (true, true) => s.stall,
+        (true, false) => b.stall.max(persistent()),
+        (false, true) => b.stall.max(s.stall - persistent()),
+        (false, false) => b.stall,
+    };
+    let tail = if keep == Restore::ALL { s.tail } else { b.tail };
+    (stall, tail)
+}
+
 /// Writes into `out` (a clone of `step`, reused across restorations so that no slot is
 /// allocated again) the step with only the restored parts taken from the job.
 fn restore_into(step: &StepSlots, f: &Factors, base: &Baseline, keep: Restore, out: &mut StepSlots) {
-    let b = base;
     for (p, (row, out_row)) in step.slots.iter().zip(out.slots.iter_mut()).enumerate() {
         for (d, (s, o)) in row.iter().zip(out_row.iter_mut()).enumerate() {
             let (Some(s), Some(o)) = (s, o.as_mut()) else { continue };
-            let (g, w) = (f.stage_of(p), f.worker_of(p, d));
-            let persistent = f.persistent_stall.get(p).and_then(|r| r.get(d)).copied().unwrap_or(0.0);
-            let scale = (if keep.stage_factors { g } else { 1.0 }) * (if keep.worker_factors { w } else { 1.0 });
             o.passes.clear();
-            match (&s.expected_passes, s.expected) {
-                (Some(expected), _) if keep.data_compute && b.pass_expected > 0.0 => {
-                    // Each micro-batch as its data predicts (a pipeline feels every one).
-                    o.passes.extend(expected.iter().map(|e| {
-                        let r = e / b.pass_expected;
-                        (b.forward * scale * r, b.backward * scale * r)
-                    }));
-                }
-                (_, Some(expected)) if keep.data_compute && b.expected > 0.0 => {
-                    let r = expected / b.expected;
-                    o.passes.extend(s.passes.iter().map(|_| (b.forward * scale * r, b.backward * scale * r)));
-                }
-                _ if keep.residual_compute => {
-                    // Actual durations with the persistent factors taken out (and put back if kept).
-                    o.passes.extend(s.passes.iter().map(|&(x, y)| (x / (g * w) * scale, y / (g * w) * scale)));
-                }
-                _ => o.passes.extend(s.passes.iter().map(|_| (b.forward * scale, b.backward * scale))),
-            }
-            o.stall = match (keep.worker_factors, keep.residual_stalls) {
-                (true, true) => s.stall,
-                (true, false) => b.stall.max(persistent),
-                (false, true) => b.stall.max(s.stall - persistent),
-                (false, false) => b.stall,
-            };
-            o.tail = if keep == Restore::ALL { s.tail } else { b.tail };
+            (o.stall, o.tail) = restored_slot(s, (p, d), f, base, keep, |x| o.passes.push(x));
         }
     }
     out.transfer.clone_from(if keep.transfers { &step.transfer } else { &f.transfer });
+}
+
+/// Is the step replayed as pipelines (several stages, several micro-batches)? Otherwise its
+/// length is, per stage, the slowest slot's arrival, the transfer and the longest tail.
+fn pipelined(step: &StepSlots) -> bool {
+    step.slots.len() > 1 && step.slots.iter().flatten().flatten().any(|s| s.passes.len() > 1)
+}
+
+/// [`replay_step`] of the restored step. Data-parallel steps are replayed as the slots are
+/// restored, with nothing written: the attribution replays every slot of every step six or
+/// seven times. Pipelines are restored into `scratch` (a clone of `step`) and replayed.
+fn replay_restored(step: &StepSlots, f: &Factors, base: &Baseline, keep: Restore, scratch: &mut StepSlots) -> f64 {
+    if pipelined(step) {
+        restore_into(step, f, base, keep, scratch);
+        return replay_step(scratch);
+    }
+    let transfers = if keep.transfers { &step.transfer } else { &f.transfer };
+    let mut end = 0.0f64;
+    for (p, row) in step.slots.iter().enumerate() {
+        let (mut arrival, mut longest_tail) = (0.0f64, None::<f64>);
+        for (d, s) in row.iter().enumerate() {
+            let Some(s) = s else { continue };
+            let mut compute = -0.0;
+            let (stall, tail) = restored_slot(s, (p, d), f, base, keep, |x| compute += x.0 + x.1);
+            arrival = arrival.max(stall + compute);
+            longest_tail = Some(longest_tail.map_or(tail, |t| t.max(tail)));
+        }
+        // Rounding is monotonic, so adding to the longest tail is the longest of the sums.
+        if let Some(tail) = longest_tail {
+            end = end.max(arrival + transfers.get(p).copied().unwrap_or(0.0) + tail);
+        }
+    }
+    end
 }
 
 /// Replayed step times summed over the job, for the actual run, the ideal run, and each
@@ -462,11 +508,8 @@ pub fn attribute(steps: &[StepSlots], f: &Factors) -> Attribution {
     let none = Restore::default();
     for step in steps {
         let base = Baseline::of(step, f);
-        let mut scratch = step.clone();
-        let mut replay = |keep: Restore| {
-            restore_into(step, f, &base, keep, &mut scratch);
-            replay_step(&scratch)
-        };
+        let mut scratch = if pipelined(step) { step.clone() } else { StepSlots::default() };
+        let mut replay = |keep: Restore| replay_restored(step, f, &base, keep, &mut scratch);
         let actual = replay(Restore::ALL);
         let ideal = replay(none);
         a.actual += actual;
@@ -588,5 +631,56 @@ mod tests {
         let step = StepSlots { slots: vec![vec![s(10.0)], vec![s(10.0)]], transfer: vec![0.0, 0.0], measured: 0.0 };
         // (M + P − 1) × (f + b) = 5 × 30
         assert_eq!(replay_step(&step), 150.0);
+    }
+
+    #[test]
+    fn data_parallel_replays_without_writing_match_the_written_ones() {
+        // Two stages of one pass each (no pipeline), every kind of prediction, a missing slot.
+        let s = |stall: f64, compute: f64, expected: Option<f64>, per_pass: bool| {
+            Some(SlotStep {
+                stall,
+                passes: smallvec![(compute, compute * 2.0)],
+                tail: compute / 10.0,
+                comm: 1.0,
+                expected,
+                expected_passes: per_pass.then(|| smallvec![expected.unwrap_or(1.0)]),
+            })
+        };
+        let steps: Vec<StepSlots> = (0..5)
+            .map(|i| {
+                let x = f64::from(i);
+                StepSlots {
+                    slots: vec![
+                        vec![s(1.0 + x, 10.0, Some(9.0), true), s(0.0, 14.0 + x, Some(15.0), true), None],
+                        vec![
+                            s(3.0, 11.0 * x, Some(10.0 + x), true),
+                            s(2.0, 9.0, Some(8.0), true),
+                            s(0.5, 12.0, None, false),
+                        ],
+                    ],
+                    transfer: vec![2.0 + x, 3.0],
+                    measured: 0.0,
+                }
+            })
+            .collect();
+        let f = factors(&steps);
+        for step in &steps {
+            assert!(!pipelined(step));
+            let base = Baseline::of(step, &f);
+            for bits in 0..64u8 {
+                let keep = Restore {
+                    data_compute: bits & 1 != 0,
+                    stage_factors: bits & 2 != 0,
+                    worker_factors: bits & 4 != 0,
+                    residual_compute: bits & 8 != 0,
+                    residual_stalls: bits & 16 != 0,
+                    transfers: bits & 32 != 0,
+                };
+                let mut written = step.clone();
+                restore_into(step, &f, &base, keep, &mut written);
+                let direct = replay_restored(step, &f, &base, keep, &mut StepSlots::default());
+                assert_eq!(direct, replay_step(&written), "{keep:?}");
+            }
+        }
     }
 }

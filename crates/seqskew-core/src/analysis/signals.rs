@@ -4,7 +4,7 @@
 use super::costmodel::Fit;
 use super::frame::{Cell, Frame, SeqFeatures};
 use super::replay::{Attribution, Factors};
-use super::stats::{cv, mean, median, spearman};
+use super::stats::{cv, evenly_spaced, mean, median, spearman};
 use crate::report::{Signal, round};
 
 /// Per step: the worker the others waited for.
@@ -22,20 +22,21 @@ pub struct Initiator {
 pub fn initiators(frame: &Frame) -> Vec<Initiator> {
     let mut out = Vec::with_capacity(frame.steps.len());
     for (si, &step) in frame.steps.iter().enumerate() {
-        let cells: Vec<(usize, &Cell)> =
-            (0..frame.slots.len()).filter_map(|w| frame.cell(si, w).map(|c| (w, c))).collect();
-        if cells.len() < 2 {
-            continue;
+        // One pass, nothing collected: this runs over every worker of every step.
+        let (mut count, mut works, mut computes) = (0usize, 0.0f64, 0.0f64);
+        // The most work; the lowest worker index among equals.
+        let mut busiest: Option<(usize, &Cell)> = None;
+        for (w, cell) in (0..frame.slots.len()).filter_map(|w| frame.cell(si, w).map(|c| (w, c))) {
+            count += 1;
+            works += cell.work() as f64;
+            computes += (cell.compute + cell.optimizer) as f64;
+            if busiest.is_none_or(|(_, b)| cell.work() > b.work()) {
+                busiest = Some((w, cell));
+            }
         }
-        let works: Vec<f64> = cells.iter().map(|(_, c)| c.work() as f64).collect();
-        let computes: Vec<f64> = cells.iter().map(|(_, c)| (c.compute + c.optimizer) as f64).collect();
-        let Some((best, &(w, cell))) =
-            cells.iter().enumerate().max_by(|a, b| a.1.1.work().cmp(&b.1.1.work()).then(b.1.0.cmp(&a.1.0)))
-        else {
-            continue;
-        };
-        let excess = cell.work() as f64 - mean(&works);
-        let compute_excess = computes.get(best).copied().unwrap_or(0.0) - mean(&computes);
+        let Some((w, cell)) = busiest.filter(|_| count >= 2) else { continue };
+        let excess = cell.work() as f64 - works / count as f64;
+        let compute_excess = (cell.compute + cell.optimizer) as f64 - computes / count as f64;
         out.push(Initiator { step, worker: w, excess, compute_excess });
     }
     out
@@ -161,21 +162,20 @@ fn max_vs_mean(i: &Inputs<'_>) -> Signal {
 fn attention_on_longest(i: &Inputs<'_>) -> Signal {
     const ID: &str = "attention_on_longest";
     const NAME: &str = "Attention peaks on the longest documents";
-    let cells: Vec<&Cell> = i.frame.cells.iter().flatten().flatten().collect();
+    let cells = || i.frame.cells.iter().flatten().flatten();
     // Micro-batch level where micro-batches carry lengths and times; else worker-step level.
-    let mut pairs: Vec<(f64, f64)> = Vec::new();
-    for c in &cells {
-        for m in i.frame.micro_batches_of(c).iter().filter(|m| m.seq.known) {
-            pairs.push((m.attention.unwrap_or_else(|| m.compute()) as f64, m.seq.max_len));
-        }
-    }
+    let mut pairs: Vec<(f64, f64)> = evenly_spaced(
+        cells()
+            .flat_map(|c| i.frame.micro_batches_of(c).iter().filter(|m| m.seq.known))
+            .map(|m| (m.attention.unwrap_or_else(|| m.compute()) as f64, m.seq.max_len)),
+    );
     let level = if pairs.len() >= 8 { "micro-batches" } else { "worker-steps" };
     if pairs.len() < 8 {
-        pairs = cells
-            .iter()
-            .filter(|c| c.seq.known)
-            .map(|c| (if c.attention > 0 { c.attention } else { c.compute } as f64, c.seq.max_len))
-            .collect();
+        pairs = evenly_spaced(
+            cells()
+                .filter(|c| c.seq.known)
+                .map(|c| (if c.attention > 0 { c.attention } else { c.compute } as f64, c.seq.max_len)),
+        );
     }
     if pairs.len() >= 8 {
         let (t, l): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
@@ -194,8 +194,7 @@ fn attention_on_longest(i: &Inputs<'_>) -> Signal {
         return s;
     }
     // Timing signature: how unequal the micro-batches of one worker-step are.
-    let dispersion: Vec<f64> = cells
-        .iter()
+    let dispersion: Vec<f64> = cells()
         .filter(|c| c.micro_batches.len() >= 2)
         .map(|c| cv(&i.frame.micro_batches_of(c).iter().map(|m| m.compute() as f64).collect::<Vec<_>>()))
         .collect();
@@ -218,9 +217,17 @@ fn compute_tracks_cost(i: &Inputs<'_>) -> Signal {
     const ID: &str = "compute_tracks_cost";
     match i.fit {
         Some(fit) => {
-            let cells: Vec<&Cell> = i.frame.cells.iter().flatten().flatten().filter(|c| c.seq.known).collect();
-            let sq: Vec<f64> = cells.iter().map(|c| c.seq.sum_sq).collect();
-            let compute: Vec<f64> = cells.iter().map(|c| c.compute as f64).collect();
+            let (sq, compute): (Vec<f64>, Vec<f64>) = evenly_spaced(
+                i.frame
+                    .cells
+                    .iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|c| c.seq.known)
+                    .map(|c| (c.seq.sum_sq, c.compute as f64)),
+            )
+            .into_iter()
+            .unzip();
             let rho = spearman(&sq, &compute).map_or(0.0, |c| c.r);
             let passed = fit.r2 >= 0.5 && fit.usable();
             let sentence = if passed {
@@ -440,5 +447,43 @@ pub fn features_of(lengths: &[u32]) -> SeqFeatures {
         max_len: f64::from(lengths.iter().copied().max().unwrap_or(0)),
         sum_sq: lengths.iter().map(|&l| f64::from(l) * f64::from(l)).sum(),
         quadratic: lengths.iter().map(|&l| f64::from(l) * f64::from(l)).sum(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Job, KindTotals, SpanKind, Worker, WorkerStep};
+
+    #[test]
+    fn the_initiator_does_the_most_work_and_the_first_of_equals_wins() {
+        // Per step, each worker's (compute, stall) in ms; a step one worker lacks is not judged.
+        let work = [[(10, 0), (30, 5), (35, 0)], [(20, 0), (20, 0), (10, 0)], [(5, 0), (9, 0), (0, 0)]];
+        let workers = (0..3)
+            .map(|w| Worker {
+                rank: w as u32,
+                steps: work
+                    .iter()
+                    .enumerate()
+                    .filter(|&(s, _)| !(s == 2 && w > 0))
+                    .map(|(s, row)| {
+                        let (compute, stall) = row[w];
+                        let mut totals = KindTotals::default();
+                        totals.add(SpanKind::Compute, compute * 1_000_000);
+                        totals.add(SpanKind::HostStall, stall * 1_000_000);
+                        WorkerStep { step: s as u64, duration: 50_000_000, totals, ..WorkerStep::default() }
+                    })
+                    .collect(),
+                ..Worker::default()
+            })
+            .collect();
+        let found: Vec<(u64, usize, f64, f64)> = initiators(&super::super::frame::build(&Job { workers }))
+            .iter()
+            .map(|i| (i.step, i.worker, round(i.excess / 1e6, 9), round(i.compute_excess / 1e6, 9)))
+            .collect();
+        // Step 0: worker 1 (35 ms of work, 5 of it a stall) ties worker 2; the mean is 80/3.
+        let third = round(35.0 - 80.0 / 3.0, 9);
+        let second = round(20.0 - 50.0 / 3.0, 9);
+        assert_eq!(found, [(0, 1, third, 5.0), (1, 0, second, second)]);
     }
 }

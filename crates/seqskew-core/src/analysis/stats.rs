@@ -10,6 +10,13 @@ pub fn sample_stride(n: usize) -> usize {
     n.div_ceil(MAX_SAMPLES).max(1)
 }
 
+/// At most [`MAX_SAMPLES`] of the items at an even stride, the ones [`spearman`] would keep of
+/// them all: counted first, so that a large job's samples are never all built.
+pub fn evenly_spaced<T>(items: impl Iterator<Item = T> + Clone) -> Vec<T> {
+    let every = sample_stride(items.clone().count());
+    items.step_by(every).collect()
+}
+
 /// Median of the values (mean of the two middle ones for even counts); 0 for none.
 pub fn median(values: &[f64]) -> f64 {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();

@@ -47,15 +47,25 @@ const METHODS: [(&str, Option<Method>, bool); 5] = [
     ("karmarkar_karp", Some(Method::KarmarkarKarp), false),
 ];
 
-/// A data-parallel replica's documents in one step: per micro-batch (one bin when unknown).
-fn replica_documents(job: &Job, frame: &Frame, step: usize, dp: usize) -> Option<Vec<Vec<u32>>> {
-    let (wi, _) = frame
-        .slots
-        .iter()
-        .enumerate()
-        .find(|(wi, s)| s.dp == dp && s.stage == 0 && frame.cell(step, *wi).is_some_and(|c| c.seq.known))?;
+/// Per data-parallel rank, the first first-stage worker whose sequences `step` knows: the
+/// worker whose documents stand for the replica's.
+fn replica_workers(frame: &Frame, step: usize) -> Vec<Option<usize>> {
+    let mut first = vec![None; frame.dp_size];
+    for (wi, slot) in frame.slots.iter().enumerate() {
+        if slot.stage == 0
+            && frame.cell(step, wi).is_some_and(|c| c.seq.known)
+            && let Some(f) = first.get_mut(slot.dp).filter(|f| f.is_none())
+        {
+            *f = Some(wi);
+        }
+    }
+    first
+}
+
+/// Worker `wi`'s documents in one step: per micro-batch (one bin when unknown).
+fn replica_documents(job: &Job, frame: &Frame, step: usize, wi: usize) -> Option<Vec<Vec<u32>>> {
     let (w, k) = frame.cell(step, wi)?.source;
-    let ws = job.workers.get(w)?.steps.get(k)?;
+    let ws = job.workers.get(w as usize)?.steps.get(k as usize)?;
     let per_mb: Vec<Vec<u32>> = ws.micro_batches.iter().map(|m| m.sequences.lengths.clone()).collect();
     if !per_mb.is_empty() && per_mb.iter().all(|l| !l.is_empty()) {
         Some(per_mb)
@@ -104,7 +114,7 @@ pub fn what_ifs(job: &Job, frame: &Frame, steps: &[StepSlots], fit: &Fit) -> Wha
             continue;
         }
         let replicas: Option<Vec<Vec<Vec<u32>>>> =
-            (0..frame.dp_size).map(|d| replica_documents(job, frame, si, d)).collect();
+            replica_workers(frame, si).into_iter().map(|wi| replica_documents(job, frame, si, wi?)).collect();
         let Some(replicas) = replicas else { continue };
         if stride.is_none() {
             let per_step = replicas.iter().flatten().map(Vec::len).sum::<usize>().max(1);
