@@ -4,11 +4,13 @@
 //! (stage factors, persistent worker factors, the step-to-step residual, stalls, transfers)
 //! says how much of the slowdown each accounts for.
 
+use std::collections::BTreeMap;
+
 use smallvec::{SmallVec, smallvec};
 
 use super::costmodel::Fit;
 use super::frame::{Cell, Frame};
-use super::stats::{mean, median};
+use super::stats::{Mean, mean, median};
 use crate::schedule::replay_pipeline;
 
 /// One (data-parallel rank, stage) slot in one step, as the replay sees it (seconds as f64
@@ -233,46 +235,35 @@ impl Factors {
     }
 }
 
-/// The mean forward and backward pass of a step over every slot and micro-batch, with the
-/// persistent stage and worker factors taken out (a slow worker must not slow the ideal run).
-fn mean_passes(step: &StepSlots, f: &Factors) -> (f64, f64) {
-    let mut forward = Vec::new();
-    let mut backward = Vec::new();
-    for (p, row) in step.slots.iter().enumerate() {
-        for (d, s) in row.iter().enumerate() {
-            let Some(s) = s else { continue };
-            let scale = f.scale(p, d);
-            forward.extend(s.passes.iter().map(|x| x.0 / scale));
-            backward.extend(s.passes.iter().map(|x| x.1 / scale));
-        }
-    }
-    (mean(&forward), mean(&backward))
-}
-
 pub fn factors(steps: &[StepSlots]) -> Factors {
     let stages = steps.iter().map(|s| s.slots.len()).max().unwrap_or(1);
     let dps = steps.iter().flat_map(|s| s.slots.iter().map(Vec::len)).max().unwrap_or(1);
-    let mut stage_ratio: Vec<Vec<f64>> = vec![Vec::new(); stages];
-    let mut worker_ratio: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); dps]; stages];
-    let mut stalls: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); dps]; stages];
-    let mut transfers: Vec<Vec<f64>> = vec![Vec::new(); stages];
+    // One list per slot, filled a step at a time: reserved whole, not grown by doubling.
+    let per_step = || Vec::with_capacity(steps.len());
+    let per_slot = || -> Vec<Vec<Vec<f64>>> { (0..stages).map(|_| (0..dps).map(|_| per_step()).collect()).collect() };
+    let mut stage_ratio: Vec<Vec<f64>> = (0..stages).map(|_| per_step()).collect();
+    let mut worker_ratio = per_slot();
+    let mut stalls = per_slot();
+    let mut transfers: Vec<Vec<f64>> = (0..stages).map(|_| per_step()).collect();
     for step in steps {
-        let all: Vec<f64> = step.slots.iter().flatten().flatten().map(SlotStep::compute).collect();
+        // Each slot's compute, summed once.
+        let computes: Vec<Vec<Option<f64>>> =
+            step.slots.iter().map(|row| row.iter().map(|s| s.as_ref().map(SlotStep::compute)).collect()).collect();
+        let all: Vec<f64> = computes.iter().flatten().flatten().copied().collect();
         // Medians: one slow worker must not make its whole stage look heavy.
         let overall = median(&all);
         // With two replicas a median is their mean, so half of one slow replica's excess would
         // be its stage's: a stage's level is then the lesser of its two (what both reach).
-        let lesser: Vec<f64> = step
-            .slots
+        let lesser: Vec<f64> = computes
             .iter()
             .filter_map(|row| match row.as_slice() {
-                [Some(a), Some(b)] => Some(a.compute().min(b.compute())),
+                [Some(a), Some(b)] => Some(a.min(*b)),
                 _ => None,
             })
             .collect();
         let pairs = (lesser.len() == step.slots.len()).then(|| median(&lesser)).filter(|m| *m > 0.0);
-        for (p, row) in step.slots.iter().enumerate() {
-            let stage_values: Vec<f64> = row.iter().flatten().map(SlotStep::compute).collect();
+        for (p, (row, row_computes)) in step.slots.iter().zip(&computes).enumerate() {
+            let stage_values: Vec<f64> = row_computes.iter().flatten().copied().collect();
             let (stage_level, typical) = match (pairs, lesser.get(p)) {
                 (Some(typical), Some(&l)) => (l, typical),
                 _ => (median(&stage_values), overall),
@@ -285,14 +276,14 @@ pub fn factors(steps: &[StepSlots]) -> Factors {
             }
             // A worker's own speed: its compute against what its data should cost (when the cost
             // model says), else against its stage's level — so drawing heavy data is not slowness.
-            let expected: Option<Vec<f64>> =
-                row.iter().flatten().map(|s| s.expected.map(|e| s.compute() / e.max(1.0))).collect();
+            let present = || row.iter().zip(row_computes).filter_map(|(s, c)| s.as_ref().zip(*c));
+            let expected: Option<Vec<f64>> = present().map(|(s, c)| s.expected.map(|e| c / e.max(1.0))).collect();
             let typical = expected.as_ref().map(|r| mean(r));
-            for (d, s) in row.iter().enumerate() {
-                let Some(s) = s else { continue };
+            for (d, (s, c)) in row.iter().zip(row_computes).enumerate() {
+                let (Some(s), Some(c)) = (s, *c) else { continue };
                 let ratio = match (typical, s.expected) {
-                    (Some(t), Some(e)) if t > 0.0 => Some(s.compute() / e.max(1.0) / t),
-                    _ if stage_level > 0.0 => Some(s.compute() / stage_level),
+                    (Some(t), Some(e)) if t > 0.0 => Some(c / e.max(1.0) / t),
+                    _ if stage_level > 0.0 => Some(c / stage_level),
                     _ => None,
                 };
                 if let (Some(r), Some(v)) = (ratio, worker_ratio.get_mut(p).and_then(|r| r.get_mut(d))) {
@@ -308,6 +299,13 @@ pub fn factors(steps: &[StepSlots]) -> Factors {
         }
     }
     let slots = worker_ratio.iter().map(Vec::len).sum::<usize>().max(1);
+    // Slots mostly have as many ratios as each other: each threshold is worked out once.
+    let mut thresholds: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    let mut persistent = |ratios: &[f64], candidates: usize| {
+        let needed =
+            *thresholds.entry((ratios.len(), candidates)).or_insert_with(|| steps_needed(ratios.len(), candidates));
+        persistent(ratios, needed)
+    };
     let mut worker: Vec<Vec<f64>> =
         worker_ratio.iter().map(|r| r.iter().map(|v| persistent(v, slots)).collect()).collect();
     let mut persistent_stall: Vec<Vec<f64>> = stalls.iter().map(|r| r.iter().map(|v| median(v)).collect()).collect();
@@ -334,15 +332,15 @@ pub fn factors(steps: &[StepSlots]) -> Factors {
 /// otherwise it is step-to-step variation (the data), not a property of the worker or stage.
 const PERSISTENT: f64 = 0.75;
 
-/// The median of per-step ratios if they are persistent, else 1. `candidates`: how many slots
-/// (or stages) are tested alike, as the more there are, the more land on one side by chance.
-fn persistent(ratios: &[f64], candidates: usize) -> f64 {
+/// The median of per-step ratios if they are persistent (on one side of 1 in at least `needed`
+/// steps: [`steps_needed`]), else 1.
+fn persistent(ratios: &[f64], needed: usize) -> f64 {
     if ratios.is_empty() {
         return 1.0;
     }
     let m = median(ratios);
     let same_side = ratios.iter().filter(|&&r| (r > 1.0) == (m > 1.0) && r != 1.0).count();
-    if same_side >= steps_needed(ratios.len(), candidates) { m } else { 1.0 }
+    if same_side >= needed { m } else { 1.0 }
 }
 
 /// How many of `n` steps must fall on one side of 1 for a factor to be persistent: at least
@@ -380,20 +378,34 @@ struct Baseline {
 }
 
 impl Baseline {
+    /// One pass over the step's slots (this runs for every step).
     fn of(step: &StepSlots, f: &Factors) -> Self {
-        let (forward, backward) = mean_passes(step, f);
-        let slots = || step.slots.iter().flatten().flatten();
-        let tails: Vec<f64> = slots().map(|s| s.tail).collect();
-        let stalls: Vec<f64> = slots().map(|s| s.stall).collect();
-        let expected: Vec<f64> = slots().filter_map(|s| s.expected).collect();
-        let pass_expected: Vec<f64> = slots().filter_map(|s| s.expected_passes.as_ref()).flatten().copied().collect();
+        // The mean passes have the persistent stage and worker factors taken out (a slow
+        // worker must not slow the ideal run).
+        let (mut forward, mut backward) = (Mean::default(), Mean::default());
+        let (mut tail, mut expected, mut pass_expected) = (Mean::default(), Mean::default(), Mean::default());
+        let mut stalls = Vec::with_capacity(step.slots.iter().map(Vec::len).sum());
+        for (p, row) in step.slots.iter().enumerate() {
+            for (d, s) in row.iter().enumerate() {
+                let Some(s) = s else { continue };
+                let scale = f.scale(p, d);
+                for &(x, y) in &s.passes {
+                    forward.add(x / scale);
+                    backward.add(y / scale);
+                }
+                tail.add(s.tail);
+                stalls.push(s.stall);
+                s.expected.into_iter().for_each(|e| expected.add(e));
+                s.expected_passes.iter().flatten().for_each(|&e| pass_expected.add(e));
+            }
+        }
         Baseline {
-            forward,
-            backward,
-            tail: mean(&tails),
+            forward: forward.get(),
+            backward: backward.get(),
+            tail: tail.get(),
             stall: median(&stalls),
-            expected: mean(&expected),
-            pass_expected: mean(&pass_expected),
+            expected: expected.get(),
+            pass_expected: pass_expected.get(),
         }
     }
 }
@@ -599,8 +611,8 @@ mod tests {
         assert_eq!([steps_needed(12, 16), steps_needed(12, 1024), steps_needed(12, 2048)], [10, 12, 12]);
         assert_eq!(steps_needed(12, 4096), 13);
         let ratios = [1.3, 1.2, 1.4, 1.3, 0.9, 1.5, 1.3, 1.1, 0.8, 1.2, 1.3, 1.4];
-        assert_eq!(persistent(&ratios, 4), 1.3, "10 of 12 above 1");
-        assert_eq!(persistent(&ratios, 1024), 1.0, "about 75 of 1024 slots get there by chance");
+        assert_eq!(persistent(&ratios, steps_needed(12, 4)), 1.3, "10 of 12 above 1");
+        assert_eq!(persistent(&ratios, steps_needed(12, 1024)), 1.0, "about 75 of 1024 slots get there by chance");
     }
 
     #[test]

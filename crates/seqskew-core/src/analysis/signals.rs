@@ -4,7 +4,8 @@
 use super::costmodel::Fit;
 use super::frame::{Cell, Frame, SeqFeatures};
 use super::replay::{Attribution, Factors};
-use super::stats::{cv, evenly_spaced, mean, median, spearman};
+use super::stats::{Mean, cv, evenly_spaced, median, spearman};
+use crate::model::Nanos;
 use crate::report::{Signal, round};
 
 /// Per step: the worker the others waited for.
@@ -92,11 +93,13 @@ fn shard_cost(fit: Option<&Fit>, c: &Cell) -> f64 {
 }
 
 pub fn all(i: &Inputs<'_>) -> Vec<Signal> {
+    let with_lengths = lengths_known(i.frame);
+    let costs = step_costs(i.frame, i.fit, with_lengths);
     vec![
-        max_vs_mean(i),
+        max_vs_mean(&costs, with_lengths),
         attention_on_longest(i),
         compute_tracks_cost(i),
-        rotation(i),
+        rotation(i, &costs),
         stage_band(i),
         communication_bound(i),
         host_stalls(i),
@@ -107,23 +110,50 @@ fn lengths_known(frame: &Frame) -> bool {
     frame.cells.iter().flatten().flatten().any(|c| c.seq.known)
 }
 
+/// One step's shards as signals 1 and 4 compare them: the workers whose lengths are known
+/// (every worker when no step knows lengths).
+struct StepCosts {
+    shards: usize,
+    /// The longest of their step times.
+    longest: Option<Nanos>,
+    /// The largest and the mean shard cost ([`shard_cost`]).
+    max: f64,
+    mean: f64,
+    /// The worker with the costliest shard (the first of equals), when lengths are known.
+    costliest: Option<usize>,
+}
+
+/// Every step's shard costs, in one pass over the table.
+fn step_costs(frame: &Frame, fit: Option<&Fit>, with_lengths: bool) -> Vec<StepCosts> {
+    let step = |si: usize| {
+        let (mut shards, mut longest, mut max, mut mean) = (0, None::<Nanos>, 0.0f64, Mean::default());
+        let mut costliest: Option<(usize, f64)> = None;
+        let cells = (0..frame.slots.len()).filter_map(|w| frame.cell(si, w).map(|c| (w, c)));
+        for (w, cell) in cells.filter(|(_, c)| !with_lengths || c.seq.known) {
+            let cost = shard_cost(fit, cell);
+            shards += 1;
+            longest = Some(longest.map_or(cell.duration, |l| l.max(cell.duration)));
+            max = max.max(cost);
+            mean.add(cost);
+            if costliest.is_none_or(|(_, most)| cost.total_cmp(&most).is_gt()) {
+                costliest = Some((w, cost));
+            }
+        }
+        let costliest = costliest.filter(|_| with_lengths).map(|(w, _)| w);
+        StepCosts { shards, longest, max, mean: mean.get(), costliest }
+    };
+    (0..frame.steps.len()).map(step).collect()
+}
+
 /// 1. Step time follows the max of the per-shard cost over the global batch, not the mean.
-fn max_vs_mean(i: &Inputs<'_>) -> Signal {
+fn max_vs_mean(costs: &[StepCosts], with_lengths: bool) -> Signal {
     const ID: &str = "max_vs_mean";
     const NAME: &str = "Step time tracks the max shard cost";
-    let f = i.frame;
-    let with_lengths = lengths_known(f);
     let (mut y, mut xmax, mut xmean) = (Vec::new(), Vec::new(), Vec::new());
-    for si in 0..f.steps.len() {
-        let cells: Vec<&Cell> =
-            (0..f.slots.len()).filter_map(|w| f.cell(si, w)).filter(|c| !with_lengths || c.seq.known).collect();
-        if cells.len() < 2 {
-            continue;
-        }
-        let costs: Vec<f64> = cells.iter().map(|c| shard_cost(i.fit, c)).collect();
-        y.push(cells.iter().map(|c| c.duration).max().unwrap_or(0) as f64);
-        xmax.push(costs.iter().copied().fold(0.0, f64::max));
-        xmean.push(mean(&costs));
+    for c in costs.iter().filter(|c| c.shards >= 2) {
+        y.push(c.longest.unwrap_or(0) as f64);
+        xmax.push(c.max);
+        xmean.push(c.mean);
     }
     if y.len() < 5 {
         return not_applicable(ID, NAME, 0.5, "Needs at least 5 steps with two or more workers.");
@@ -293,7 +323,7 @@ fn compute_tracks_cost(i: &Inputs<'_>) -> Signal {
 }
 
 /// 4. Does the initiating worker rotate with the data, or stay put (hardware)?
-fn rotation(i: &Inputs<'_>) -> Signal {
+fn rotation(i: &Inputs<'_>, costs: &[StepCosts]) -> Signal {
     const ID: &str = "rotation";
     let n = i.initiators.len();
     if n < 3 {
@@ -318,10 +348,8 @@ fn rotation(i: &Inputs<'_>) -> Signal {
     let mut judged = 0usize;
     for x in i.initiators {
         let Ok(si) = f.steps.binary_search(&x.step) else { continue };
-        let costliest = (0..f.slots.len())
-            .filter_map(|w| f.cell(si, w).filter(|c| c.seq.known).map(|c| (w, shard_cost(i.fit, c))))
-            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
-        if let Some((w, _)) = costliest {
+        let costliest = costs.get(si).and_then(|c| c.costliest);
+        if let Some(w) = costliest {
             judged += 1;
             let same_slot =
                 f.slots.get(w).zip(f.slots.get(x.worker)).is_some_and(|(a, b)| a.dp == b.dp && a.stage == b.stage);
@@ -485,5 +513,37 @@ mod tests {
         let third = round(35.0 - 80.0 / 3.0, 9);
         let second = round(20.0 - 50.0 / 3.0, 9);
         assert_eq!(found, [(0, 1, third, 5.0), (1, 0, second, second)]);
+    }
+
+    #[test]
+    fn step_costs_are_over_the_shards_with_lengths_and_the_first_costliest_leads() {
+        use crate::model::{SequenceKnowledge, Sequences};
+        // Three workers; worker 2's lengths are unknown.
+        let lengths = [Some(vec![100, 300]), Some(vec![200, 200, 100, 100]), None];
+        let workers = lengths
+            .iter()
+            .enumerate()
+            .map(|(w, l)| Worker {
+                rank: w as u32,
+                steps: vec![WorkerStep {
+                    step: 1,
+                    duration: 10 + w as i64,
+                    sequences: l
+                        .clone()
+                        .map(|l| Sequences::from_lengths(SequenceKnowledge::Exact, l))
+                        .unwrap_or_default(),
+                    ..WorkerStep::default()
+                }],
+                ..Worker::default()
+            })
+            .collect();
+        let frame = super::super::frame::build(&Job { workers });
+        let costs = step_costs(&frame, None, true);
+        let c = &costs[0];
+        // Σ L² (no fit): 100² + 300² = 2·200² + 2·100² = 100 000, a tie the first worker wins.
+        assert_eq!((c.shards, c.longest, c.max, c.mean, c.costliest), (2, Some(11), 1e5, 1e5, Some(0)));
+        // Without lengths anywhere, every worker counts (by compute) and none is the costliest.
+        let c = &step_costs(&frame, None, false)[0];
+        assert_eq!((c.shards, c.longest, c.costliest), (3, Some(12), None));
     }
 }

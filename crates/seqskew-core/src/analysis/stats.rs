@@ -35,7 +35,35 @@ pub fn median(values: &[f64]) -> f64 {
 }
 
 pub fn mean(values: &[f64]) -> f64 {
-    if values.is_empty() { 0.0 } else { values.iter().sum::<f64>() / values.len() as f64 }
+    let mut m = Mean::default();
+    values.iter().for_each(|&x| m.add(x));
+    m.get()
+}
+
+/// A mean taken as the values go by, none of them kept: the same as [`mean`] of them all.
+#[derive(Clone, Copy, Debug)]
+pub struct Mean {
+    sum: f64,
+    count: usize,
+}
+
+impl Default for Mean {
+    fn default() -> Self {
+        // Negative zero, as a float sum starts: then -0.0 + x is x for every x, zeros included.
+        Mean { sum: -0.0, count: 0 }
+    }
+}
+
+impl Mean {
+    pub fn add(&mut self, x: f64) {
+        self.sum += x;
+        self.count += 1;
+    }
+
+    /// The mean; 0 for none.
+    pub fn get(&self) -> f64 {
+        if self.count == 0 { 0.0 } else { self.sum / self.count as f64 }
+    }
 }
 
 /// Coefficient of variation (standard deviation / mean); 0 when the mean is 0.
