@@ -301,13 +301,13 @@ pub fn factors(steps: &[StepSlots]) -> Factors {
     let slots = worker_ratio.iter().map(Vec::len).sum::<usize>().max(1);
     // Slots mostly have as many ratios as each other: each threshold is worked out once.
     let mut thresholds: BTreeMap<(usize, usize), usize> = BTreeMap::new();
-    let mut persistent = |ratios: &[f64], candidates: usize| {
+    let mut persistent_factor = |ratios: &[f64], candidates: usize| {
         let needed =
             *thresholds.entry((ratios.len(), candidates)).or_insert_with(|| steps_needed(ratios.len(), candidates));
         persistent(ratios, needed)
     };
     let mut worker: Vec<Vec<f64>> =
-        worker_ratio.iter().map(|r| r.iter().map(|v| persistent(v, slots)).collect()).collect();
+        worker_ratio.iter().map(|r| r.iter().map(|v| persistent_factor(v, slots)).collect()).collect();
     let mut persistent_stall: Vec<Vec<f64>> = stalls.iter().map(|r| r.iter().map(|v| median(v)).collect()).collect();
     // Slow hardware is rare. When many workers are persistently slower together, what they share
     // is their place in the data (e.g. a balancer that always hands rank 0 the longest document),
@@ -321,7 +321,7 @@ pub fn factors(steps: &[StepSlots]) -> Factors {
         persistent_stall.iter_mut().flatten().for_each(|s| *s = typical_stall);
     }
     Factors {
-        stage: stage_ratio.iter().map(|v| persistent(v, stages)).collect(),
+        stage: stage_ratio.iter().map(|v| persistent_factor(v, stages)).collect(),
         worker,
         persistent_stall,
         transfer: transfers.iter().map(|v| median(v)).collect(),
