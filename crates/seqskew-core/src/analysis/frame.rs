@@ -117,6 +117,14 @@ impl Frame {
         self.cells.get(step).and_then(|row| row.get(worker)).and_then(Option::as_ref)
     }
 
+    /// The cells of one step, with their worker indices, in worker order.
+    pub fn step_cells(&self, step: usize) -> impl Iterator<Item = (usize, &Cell)> {
+        self.cells
+            .get(step)
+            .into_iter()
+            .flat_map(|row| row.iter().enumerate().filter_map(|(w, c)| Some((w, c.as_ref()?))))
+    }
+
     /// A cell's micro-batches, in order.
     pub fn micro_batches_of(&self, cell: &Cell) -> &[MicroBatchCell] {
         let Range { start, end } = cell.micro_batches;

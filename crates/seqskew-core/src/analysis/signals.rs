@@ -24,20 +24,19 @@ pub fn initiators(frame: &Frame) -> Vec<Initiator> {
     let mut out = Vec::with_capacity(frame.steps.len());
     for (si, &step) in frame.steps.iter().enumerate() {
         // One pass, nothing collected: this runs over every worker of every step.
-        let (mut count, mut works, mut computes) = (0usize, 0.0f64, 0.0f64);
+        let (mut works, mut computes) = (Mean::default(), Mean::default());
         // The most work; the lowest worker index among equals.
         let mut busiest: Option<(usize, &Cell)> = None;
-        for (w, cell) in (0..frame.slots.len()).filter_map(|w| frame.cell(si, w).map(|c| (w, c))) {
-            count += 1;
-            works += cell.work() as f64;
-            computes += (cell.compute + cell.optimizer) as f64;
+        for (w, cell) in frame.step_cells(si) {
+            works.add(cell.work() as f64);
+            computes.add((cell.compute + cell.optimizer) as f64);
             if busiest.is_none_or(|(_, b)| cell.work() > b.work()) {
                 busiest = Some((w, cell));
             }
         }
-        let Some((w, cell)) = busiest.filter(|_| count >= 2) else { continue };
-        let excess = cell.work() as f64 - works / count as f64;
-        let compute_excess = (cell.compute + cell.optimizer) as f64 - computes / count as f64;
+        let Some((w, cell)) = busiest.filter(|_| works.count() >= 2) else { continue };
+        let excess = cell.work() as f64 - works.get();
+        let compute_excess = (cell.compute + cell.optimizer) as f64 - computes.get();
         out.push(Initiator { step, worker: w, excess, compute_excess });
     }
     out
@@ -128,8 +127,7 @@ fn step_costs(frame: &Frame, fit: Option<&Fit>, with_lengths: bool) -> Vec<StepC
     let step = |si: usize| {
         let (mut shards, mut longest, mut max, mut mean) = (0, None::<Nanos>, 0.0f64, Mean::default());
         let mut costliest: Option<(usize, f64)> = None;
-        let cells = (0..frame.slots.len()).filter_map(|w| frame.cell(si, w).map(|c| (w, c)));
-        for (w, cell) in cells.filter(|(_, c)| !with_lengths || c.seq.known) {
+        for (w, cell) in frame.step_cells(si).filter(|(_, c)| !with_lengths || c.seq.known) {
             let cost = shard_cost(fit, cell);
             shards += 1;
             longest = Some(longest.map_or(cell.duration, |l| l.max(cell.duration)));
@@ -288,8 +286,7 @@ fn compute_tracks_cost(i: &Inputs<'_>) -> Signal {
             let f = i.frame;
             let spreads: Vec<f64> = (0..f.steps.len())
                 .filter_map(|si| {
-                    let c: Vec<f64> =
-                        (0..f.slots.len()).filter_map(|w| f.cell(si, w)).map(|c| c.compute as f64).collect();
+                    let c: Vec<f64> = f.step_cells(si).map(|(_, c)| c.compute as f64).collect();
                     (c.len() >= 2).then(|| cv(&c))
                 })
                 .collect();
@@ -447,7 +444,7 @@ fn host_stalls(i: &Inputs<'_>) -> Signal {
     let mut stalled = 0.0;
     for x in i.initiators {
         let Ok(si) = f.steps.binary_search(&x.step) else { continue };
-        let stalls: Vec<f64> = (0..f.slots.len()).filter_map(|w| f.cell(si, w)).map(|c| c.stall as f64).collect();
+        let stalls: Vec<f64> = f.step_cells(si).map(|(_, c)| c.stall as f64).collect();
         let typical = median(&stalls);
         let own = f.cell(si, x.worker).map_or(0.0, |c| c.stall as f64);
         total += x.excess.max(0.0);

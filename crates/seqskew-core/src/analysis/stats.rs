@@ -6,7 +6,7 @@
 pub const MAX_SAMPLES: usize = 1 << 15;
 
 /// The stride that keeps at most [`MAX_SAMPLES`] of `n` samples.
-pub fn sample_stride(n: usize) -> usize {
+fn sample_stride(n: usize) -> usize {
     n.div_ceil(MAX_SAMPLES).max(1)
 }
 
@@ -58,6 +58,11 @@ impl Mean {
     pub fn add(&mut self, x: f64) {
         self.sum += x;
         self.count += 1;
+    }
+
+    /// How many values were added.
+    pub fn count(&self) -> usize {
+        self.count
     }
 
     /// The mean; 0 for none.
@@ -129,8 +134,7 @@ pub struct Correlation {
 
 /// Spearman rank correlation with a Fisher-z 95% interval.
 pub fn spearman(x: &[f64], y: &[f64]) -> Option<Correlation> {
-    let every = sample_stride(x.len().min(y.len()));
-    let (x, y): (Vec<f64>, Vec<f64>) = x.iter().copied().zip(y.iter().copied()).step_by(every).unzip();
+    let (x, y): (Vec<f64>, Vec<f64>) = evenly_spaced(x.iter().copied().zip(y.iter().copied())).into_iter().unzip();
     let n = x.len();
     let r = pearson(&ranks(&x), &ranks(&y))?;
     let (low, high) = if n > 3 {
