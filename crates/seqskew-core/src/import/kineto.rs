@@ -263,8 +263,7 @@ impl KinetoBuilder {
         if let Some(n) = name.strip_prefix("ProfilerStep#").and_then(|n| n.trim().parse::<u64>().ok()) {
             self.steps.push(StepMark { number: n, start, end });
         } else if let Some(list) = name.strip_prefix("seqlens=") {
-            let lengths = list.split([',', ' ', ';']).filter_map(|x| x.trim().parse::<u32>().ok()).collect();
-            self.seqlen_marks.push((start, lengths));
+            self.seqlen_marks.push((start, lengths_in(list)));
         } else if name.starts_with("Optimizer.") {
             self.ops.push(Op { start, end, thread, class: OpClass::Optimizer });
         } else if name.contains("DataLoader") {
@@ -470,6 +469,26 @@ impl KinetoBuilder {
         fold_layer_repeats(&mut per_step);
         per_step
     }
+}
+
+/// The lengths a `seqlens=` annotation lists: whole numbers separated by commas, spaces or
+/// semicolons, ASCII blanks around each; pieces that are not one (or exceed `u32`) are
+/// skipped. Read as bytes, not split and parsed as text: the marks come once per micro-batch
+/// with dozens of lengths each.
+fn lengths_in(list: &str) -> Vec<u32> {
+    let mut lengths = Vec::new();
+    for piece in list.as_bytes().split(|b| matches!(b, b',' | b' ' | b';')) {
+        let digits = piece.trim_ascii();
+        let digits = digits.strip_prefix(b"+").unwrap_or(digits);
+        let value = digits.iter().try_fold(0u32, |n, &b| {
+            let digit = b.is_ascii_digit().then(|| u32::from(b - b'0'))?;
+            n.checked_mul(10)?.checked_add(digit)
+        });
+        if let Some(length) = value.filter(|_| !digits.is_empty()) {
+            lengths.push(length);
+        }
+    }
+    lengths
 }
 
 /// Each document passes through every layer, so the same call shape repeats once per layer in
@@ -738,6 +757,14 @@ impl TraceBuilder for KinetoBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lengths_of_a_seqlens_mark() {
+        assert_eq!(lengths_in("512,77, 3;;9 +4"), [512, 77, 3, 9, 4]);
+        assert_eq!(lengths_in("\t12\n,x,1.5,-3,,4294967295,4294967296, 7 "), [12, 4_294_967_295, 7]);
+        assert_eq!(lengths_in(""), [] as [u32; 0]);
+        assert_eq!(lengths_in("1\t2,++3,+,5+,6"), [6], "blanks only around a number, one sign before it");
+    }
 
     fn raw(s: &str) -> RawText<'_> {
         RawText(s.as_bytes())
