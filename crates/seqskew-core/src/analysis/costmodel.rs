@@ -1,7 +1,7 @@
 //! The cost model: compute ≈ c₀ + c₁·documents + a·tokens + b·Σ L², fitted robustly (Huber
 //! reweighting) with non-negative coefficients, per worker-step and per micro-batch.
 
-use super::frame::{Frame, SeqFeatures};
+use super::frame::SeqFeatures;
 use super::stats::{evenly_spaced, median, nonnegative_least_squares};
 
 /// A fitted model; coefficients in nanoseconds.
@@ -85,23 +85,6 @@ pub fn fit(samples: &[(SeqFeatures, f64)]) -> Option<Fit> {
     let quadratic: f64 = samples.iter().map(|s| fit.per_token_sq * s.0.quadratic).sum();
     fit.quadratic_share = if predicted > 0.0 { quadratic / predicted } else { 0.0 };
     Some(fit)
-}
-
-/// Per worker-step: the compute of every worker-step whose sequences are known.
-pub fn worker_step_samples(frame: &Frame) -> Vec<(SeqFeatures, f64)> {
-    usable_samples(frame.cells.iter().flatten().flatten().map(|c| (c.seq, c.compute as f64)))
-}
-
-/// Per micro-batch: forward + backward of every micro-batch whose sequences are known.
-pub fn micro_batch_samples(frame: &Frame) -> Vec<(SeqFeatures, f64)> {
-    usable_samples(
-        frame
-            .cells
-            .iter()
-            .flatten()
-            .flatten()
-            .flat_map(|c| frame.micro_batches_of(c).iter().map(|m| (m.seq, m.compute() as f64))),
-    )
 }
 
 #[cfg(test)]

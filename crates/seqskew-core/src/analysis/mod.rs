@@ -8,6 +8,7 @@
 pub mod costmodel;
 pub mod frame;
 pub mod replay;
+pub mod samples;
 pub mod signals;
 pub mod stats;
 pub mod verdict;
@@ -66,8 +67,9 @@ fn common_directory(inputs: &[FileSummary]) -> Option<String> {
 pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
     let job = &assembled.job;
     let frame = frame::build(job);
-    let ws_fit = costmodel::fit(&costmodel::worker_step_samples(&frame));
-    let mb_fit = costmodel::fit(&costmodel::micro_batch_samples(&frame));
+    let samples = samples::take(&frame);
+    let ws_fit = costmodel::fit(&samples.cell_costs);
+    let mb_fit = costmodel::fit(&samples.micro_batch_costs);
     let steps = replay::slot_steps(&frame, ws_fit.as_ref(), mb_fit.as_ref());
     let factors = replay::factors(&steps);
     let attribution = replay::attribute(&steps, &factors);
@@ -90,6 +92,7 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
     let lengths_known = job.has_sequence_lengths();
     let signals = signals::all(&signals::Inputs {
         frame: &frame,
+        samples: &samples,
         attribution: &attribution,
         factors: &factors,
         fit: ws_fit.as_ref(),

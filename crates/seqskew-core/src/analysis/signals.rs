@@ -4,7 +4,8 @@
 use super::costmodel::Fit;
 use super::frame::{Cell, Frame, SeqFeatures};
 use super::replay::{Attribution, Factors};
-use super::stats::{Mean, cv, evenly_spaced, median, spearman};
+use super::samples::Samples;
+use super::stats::{Mean, cv, median, spearman};
 use crate::model::Nanos;
 use crate::report::{Signal, round};
 
@@ -45,6 +46,7 @@ pub fn initiators(frame: &Frame) -> Vec<Initiator> {
 /// Everything the signals look at.
 pub struct Inputs<'a> {
     pub frame: &'a Frame,
+    pub samples: &'a Samples<'a>,
     pub attribution: &'a Attribution,
     pub factors: &'a Factors,
     pub fit: Option<&'a Fit>,
@@ -192,18 +194,20 @@ fn attention_on_longest(i: &Inputs<'_>) -> Signal {
     const NAME: &str = "Attention peaks on the longest documents";
     let cells = || i.frame.cells.iter().flatten().flatten();
     // Micro-batch level where micro-batches carry lengths and times; else worker-step level.
-    let mut pairs: Vec<(f64, f64)> = evenly_spaced(
-        cells()
-            .flat_map(|c| i.frame.micro_batches_of(c).iter().filter(|m| m.seq.known))
-            .map(|m| (m.attention.unwrap_or_else(|| m.compute()) as f64, m.seq.max_len)),
-    );
+    let mut pairs: Vec<(f64, f64)> = i
+        .samples
+        .known_micro_batches
+        .iter()
+        .map(|m| (m.attention.unwrap_or_else(|| m.compute()) as f64, m.seq.max_len))
+        .collect();
     let level = if pairs.len() >= 8 { "micro-batches" } else { "worker-steps" };
     if pairs.len() < 8 {
-        pairs = evenly_spaced(
-            cells()
-                .filter(|c| c.seq.known)
-                .map(|c| (if c.attention > 0 { c.attention } else { c.compute } as f64, c.seq.max_len)),
-        );
+        pairs = i
+            .samples
+            .known_cells
+            .iter()
+            .map(|c| (if c.attention > 0 { c.attention } else { c.compute } as f64, c.seq.max_len))
+            .collect();
     }
     if pairs.len() >= 8 {
         let (t, l): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
@@ -245,17 +249,8 @@ fn compute_tracks_cost(i: &Inputs<'_>) -> Signal {
     const ID: &str = "compute_tracks_cost";
     match i.fit {
         Some(fit) => {
-            let (sq, compute): (Vec<f64>, Vec<f64>) = evenly_spaced(
-                i.frame
-                    .cells
-                    .iter()
-                    .flatten()
-                    .flatten()
-                    .filter(|c| c.seq.known)
-                    .map(|c| (c.seq.sum_sq, c.compute as f64)),
-            )
-            .into_iter()
-            .unzip();
+            let (sq, compute): (Vec<f64>, Vec<f64>) =
+                i.samples.known_cells.iter().map(|c| (c.seq.sum_sq, c.compute as f64)).unzip();
             let rho = spearman(&sq, &compute).map_or(0.0, |c| c.r);
             let passed = fit.r2 >= 0.5 && fit.usable();
             let sentence = if passed {

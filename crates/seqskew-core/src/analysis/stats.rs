@@ -13,8 +13,36 @@ fn sample_stride(n: usize) -> usize {
 /// At most [`MAX_SAMPLES`] of the items at an even stride, the ones [`spearman`] would keep of
 /// them all: counted first, so that a large job's samples are never all built.
 pub fn evenly_spaced<T>(items: impl Iterator<Item = T> + Clone) -> Vec<T> {
-    let every = sample_stride(items.clone().count());
-    items.step_by(every).collect()
+    let mut sample = EvenSample::of(items.clone().count());
+    items.for_each(|item| sample.offer(|| item));
+    sample.taken
+}
+
+/// The items [`evenly_spaced`] would take of `count` items, offered one at a time: one pass
+/// over a large table can then fill several samples, each counted beforehand.
+#[derive(Clone, Debug)]
+pub struct EvenSample<T> {
+    every: usize,
+    offered: usize,
+    taken: Vec<T>,
+}
+
+impl<T> EvenSample<T> {
+    pub fn of(count: usize) -> Self {
+        EvenSample { every: sample_stride(count), offered: 0, taken: Vec::with_capacity(count.min(MAX_SAMPLES)) }
+    }
+
+    /// Offers the next item (made only when it is taken).
+    pub fn offer(&mut self, item: impl FnOnce() -> T) {
+        if self.offered % self.every == 0 {
+            self.taken.push(item());
+        }
+        self.offered += 1;
+    }
+
+    pub fn taken(self) -> Vec<T> {
+        self.taken
+    }
 }
 
 /// Median of the values (mean of the two middle ones for even counts); 0 for none.

@@ -1,0 +1,66 @@
+//! The samples of the table that the cost model and signals 2 and 3 read: at most
+//! [`MAX_SAMPLES`](super::stats::MAX_SAMPLES) of each, at an even stride
+//! ([`evenly_spaced`](super::stats::evenly_spaced)'s).
+//!
+//! They are taken together, in one pass that counts and one that takes. Each used to make its
+//! own two passes: eight reads of a table that holds half a gigabyte at 4096 workers × 1000
+//! steps.
+
+use super::frame::{Cell, Frame, MicroBatchCell, SeqFeatures};
+use super::stats::EvenSample;
+use crate::model::Nanos;
+
+pub struct Samples<'a> {
+    /// Worker-steps whose sequences are known.
+    pub known_cells: Vec<&'a Cell>,
+    /// Micro-batches whose sequences are known.
+    pub known_micro_batches: Vec<&'a MicroBatchCell>,
+    /// What the cost model fits: sequences and compute of the known worker-steps and
+    /// micro-batches that computed at all.
+    pub cell_costs: Vec<(SeqFeatures, f64)>,
+    pub micro_batch_costs: Vec<(SeqFeatures, f64)>,
+}
+
+/// A time the cost model can fit (it works in floating point).
+fn computed(compute: Nanos) -> bool {
+    compute as f64 > 0.0
+}
+
+pub fn take(frame: &Frame) -> Samples<'_> {
+    let cells = || frame.cells.iter().flatten().flatten();
+    let (mut known_cells, mut cell_costs, mut known_micro_batches, mut micro_batch_costs) = (0, 0, 0, 0);
+    for cell in cells() {
+        if cell.seq.known {
+            known_cells += 1;
+            cell_costs += usize::from(computed(cell.compute));
+        }
+        for m in frame.micro_batches_of(cell).iter().filter(|m| m.seq.known) {
+            known_micro_batches += 1;
+            micro_batch_costs += usize::from(computed(m.compute()));
+        }
+    }
+    let mut known_cells = EvenSample::of(known_cells);
+    let mut cell_costs = EvenSample::of(cell_costs);
+    let mut known_micro_batches = EvenSample::of(known_micro_batches);
+    let mut micro_batch_costs = EvenSample::of(micro_batch_costs);
+    for cell in cells() {
+        if cell.seq.known {
+            known_cells.offer(|| cell);
+            if computed(cell.compute) {
+                cell_costs.offer(|| (cell.seq, cell.compute as f64));
+            }
+        }
+        for m in frame.micro_batches_of(cell).iter().filter(|m| m.seq.known) {
+            known_micro_batches.offer(|| m);
+            if computed(m.compute()) {
+                micro_batch_costs.offer(|| (m.seq, m.compute() as f64));
+            }
+        }
+    }
+    Samples {
+        known_cells: known_cells.taken(),
+        known_micro_batches: known_micro_batches.taken(),
+        cell_costs: cell_costs.taken(),
+        micro_batch_costs: micro_batch_costs.taken(),
+    }
+}
