@@ -34,7 +34,7 @@ impl<T> EvenSample<T> {
 
     /// Offers the next item (made only when it is taken).
     pub fn offer(&mut self, item: impl FnOnce() -> T) {
-        if self.offered % self.every == 0 {
+        if self.offered.is_multiple_of(self.every) {
             self.taken.push(item());
         }
         self.offered += 1;
