@@ -39,8 +39,8 @@ impl Squashed {
     }
 
     fn has(&self, needle: &str) -> bool {
-        let n = needle.as_bytes();
-        self.bytes().windows(n.len()).any(|w| w == n)
+        // Not a comparison at every offset: a new name is tested against dozens of words.
+        memchr::memmem::find(self.bytes(), needle.as_bytes()).is_some()
     }
 
     fn has_any(&self, needles: &[&str]) -> bool {
