@@ -287,8 +287,7 @@ impl Sequences {
         let was_empty = !self.is_known() && self.documents == 0;
         self.knowledge = if was_empty { other.knowledge } else { self.knowledge.min(other.knowledge) };
         if self.knowledge >= SequenceKnowledge::DenseShapes {
-            self.lengths.extend_from_slice(&other.lengths);
-            self.lengths.sort_unstable_by(|a, b| b.cmp(a));
+            self.lengths = merged_descending(&self.lengths, &other.lengths);
         } else {
             self.lengths.clear();
         }
@@ -302,6 +301,28 @@ impl Sequences {
             (a, b) => a.or(b),
         };
     }
+}
+
+/// Two lists of lengths as one, longest first. Both are already sorted (the invariant of
+/// [`Sequences::lengths`]), so they are merged in one pass: merging micro-batch after
+/// micro-batch into a step and sorting each time was a twentieth of reading a merged trace.
+fn merged_descending(a: &[u32], b: &[u32]) -> Vec<u32> {
+    let descending = |l: &[u32]| l.is_sorted_by(|x, y| x >= y);
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    if !(descending(a) && descending(b)) {
+        out.extend_from_slice(a);
+        out.extend_from_slice(b);
+        out.sort_unstable_by(|x, y| y.cmp(x));
+        return out;
+    }
+    let (mut a, mut b) = (a.iter().peekable(), b.iter().peekable());
+    while let (Some(&&x), Some(&&y)) = (a.peek(), b.peek()) {
+        let side = if x >= y { &mut a } else { &mut b };
+        out.extend(side.next());
+    }
+    out.extend(a);
+    out.extend(b);
+    out
 }
 
 /// For `n` sequences of `tokens` in total, none longer than `max_len`:
@@ -365,5 +386,15 @@ mod tests {
         b.merge(&Sequences::from_lengths(SequenceKnowledge::Exact, vec![2, 9]));
         assert_eq!(b.lengths, vec![9, 2]);
         assert_eq!(b.sum_sq_low, 85);
+        b.merge(&Sequences::from_lengths(SequenceKnowledge::Exact, vec![9, 1, 5, 12]));
+        assert_eq!(b.lengths, vec![12, 9, 9, 5, 2, 1]);
+    }
+
+    #[test]
+    fn lengths_merge_longest_first_even_unsorted() {
+        assert_eq!(merged_descending(&[7, 3, 3], &[9, 3, 1]), [9, 7, 3, 3, 3, 1]);
+        assert_eq!(merged_descending(&[], &[4, 2]), [4, 2]);
+        // Not the model's invariant (a hand-built or deserialised model), still sorted after.
+        assert_eq!(merged_descending(&[1, 5], &[3]), [5, 3, 1]);
     }
 }
