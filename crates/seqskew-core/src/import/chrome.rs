@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::value::RawValue;
 
 use super::events::{EventPlace, RawArgs, RawEvent, TraceBuilder};
+use super::json;
 use super::names::{NameCache, collective_op, is_backward, kind_from_words, parse_coords};
 use super::numbers::to_u64;
 use super::timeline::{Piece, bucket, partition};
@@ -206,7 +207,7 @@ fn micro_batch_of(args: Option<&RawArgs<'_>>) -> Option<u32> {
 
 fn lengths_of(args: Option<&RawArgs<'_>>) -> Option<Vec<u32>> {
     let raw = args.and_then(|a| a.seqlens.or(a.seq_lens))?;
-    serde_json::from_slice::<Vec<u32>>(raw.get()).ok()
+    json::naturals(raw.get())
 }
 
 impl TraceBuilder for ChromeBuilder {

@@ -7,8 +7,7 @@
 //! ends (strings by their closing quote, containers by their brackets, both searched a word
 //! at a time: [`swar`](super::swar)), so skipped content costs little.
 //! What is kept is checked where it is used: strings by [`string`], numbers by the number
-//! parsers. serde_json still reads top-level values, escaped strings and the Chrome importer's
-//! length lists.
+//! parsers. serde_json still reads top-level values and escaped strings.
 
 use std::borrow::Cow;
 
@@ -245,12 +244,7 @@ pub fn shape(raw: &[u8]) -> Option<([u64; MAX_DIMS], usize)> {
     let mut n = 0usize;
     let mut flat = true;
     let end = array(raw, 0, |v| {
-        let dim = v.iter().try_fold(0u64, |n, &b| {
-            b.is_ascii_digit().then_some(())?;
-            n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
-        });
-        let dim = dim.filter(|_| !v.is_empty());
-        match (dim, dims.get_mut(n)) {
+        match (natural(v), dims.get_mut(n)) {
             (Some(d), Some(slot)) => *slot = d,
             _ => flat = false,
         }
@@ -258,6 +252,30 @@ pub fn shape(raw: &[u8]) -> Option<([u64; MAX_DIMS], usize)> {
     })
     .ok()?;
     (flat && end == raw.len()).then_some((dims, n))
+}
+
+/// A flat array of non-negative integers that fit in `u32` (`[512, 77]`); `None` for anything
+/// else. Read in place: a step's lengths may be thousands.
+pub fn naturals(raw: &[u8]) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    let mut all = true;
+    let end = array(raw, 0, |v| match natural(v).and_then(|n| u32::try_from(n).ok()) {
+        Some(n) => out.push(n),
+        None => all = false,
+    })
+    .ok()?;
+    (all && end == raw.len()).then_some(out)
+}
+
+/// A non-negative integer written as plain digits.
+fn natural(raw: &[u8]) -> Option<u64> {
+    if raw.is_empty() {
+        return None;
+    }
+    raw.iter().try_fold(0u64, |n, &b| {
+        b.is_ascii_digit().then_some(())?;
+        n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+    })
 }
 
 /// The most dimensions [`shape`] reads.
@@ -362,6 +380,11 @@ mod tests {
         assert_eq!(array(b"[]", 0, |_| {}), Ok(2));
         assert_eq!(array(b"[1, 2", 0, |_| {}), Err(ScanError::Eof));
         assert!(matches!(array(b"[1 2]", 0, |_| {}), Err(ScanError::Invalid(_))));
+        assert_eq!(naturals(b"[512, 77,3 ]"), Some(vec![512, 77, 3]));
+        assert_eq!(naturals(b"[]"), Some(vec![]));
+        for not_lengths in [&b"[1, -2]"[..], b"[4294967296]", b"[1.0]", b"[\"1\"]", b"[[1]]", b"7", b"[1"] {
+            assert_eq!(naturals(not_lengths), None, "{}", String::from_utf8_lossy(not_lengths));
+        }
         assert_eq!(shape(b"[8, 4096, 16, 128]"), Some(([8, 4096, 16, 128], 4)));
         assert_eq!(shape(b"[23]"), Some(([23, 0, 0, 0], 1)));
         assert_eq!(shape(b"[ ]"), Some(([0; 4], 0)));
