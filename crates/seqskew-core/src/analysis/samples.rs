@@ -64,3 +64,59 @@ pub fn take(frame: &Frame) -> Samples<'_> {
         micro_batch_costs: micro_batch_costs.taken(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::stats::{MAX_SAMPLES, evenly_spaced};
+
+    /// The samples taken together are the ones each reader took on its own: `evenly_spaced`
+    /// of every worker-step or micro-batch it could use. Enough cells that each sample strides.
+    #[test]
+    fn samples_are_what_each_reader_would_take_alone() {
+        let n = 3 * MAX_SAMPLES + 17;
+        let seq = |known: bool, tokens: usize| SeqFeatures { known, tokens: tokens as f64, ..SeqFeatures::default() };
+        let mut frame = Frame::default();
+        let row = (0..n)
+            .map(|i| {
+                frame.micro_batches.push(MicroBatchCell {
+                    forward: (i % 7) as Nanos,
+                    seq: seq(i % 2 == 0, i),
+                    ..MicroBatchCell::default()
+                });
+                let (start, end) = (i as u32, i as u32 + 1);
+                (i % 11 != 0).then(|| Cell {
+                    compute: (i % 5) as Nanos,
+                    seq: seq(i % 3 != 0, i),
+                    micro_batches: start..end,
+                    ..Cell::default()
+                })
+            })
+            .collect();
+        frame.cells = vec![row, vec![None; 3]];
+        let s = take(&frame);
+
+        let cells = || frame.cells.iter().flatten().flatten();
+        let micro_batches = || cells().flat_map(|c| frame.micro_batches_of(c));
+        let tokens = |f: &SeqFeatures| f.tokens;
+        let known = evenly_spaced(cells().filter(|c| c.seq.known));
+        assert!(known.len() < cells().filter(|c| c.seq.known).count() && known.len() <= MAX_SAMPLES);
+        assert_eq!(s.known_cells, known);
+        assert_eq!(
+            s.known_micro_batches.iter().map(|m| tokens(&m.seq)).collect::<Vec<_>>(),
+            evenly_spaced(micro_batches().filter(|m| m.seq.known).map(|m| tokens(&m.seq)))
+        );
+        assert_eq!(
+            s.cell_costs.iter().map(|(f, y)| (tokens(f), *y)).collect::<Vec<_>>(),
+            evenly_spaced(cells().filter(|c| c.seq.known && c.compute > 0).map(|c| (tokens(&c.seq), c.compute as f64)))
+        );
+        assert_eq!(
+            s.micro_batch_costs.iter().map(|(f, y)| (tokens(f), *y)).collect::<Vec<_>>(),
+            evenly_spaced(
+                micro_batches()
+                    .filter(|m| m.seq.known && m.compute() > 0)
+                    .map(|m| (tokens(&m.seq), m.compute() as f64))
+            )
+        );
+    }
+}
