@@ -305,7 +305,8 @@ impl Sequences {
 
 /// Two lists of lengths as one, longest first. Both are already sorted (the invariant of
 /// [`Sequences::lengths`]), so they are merged in one pass: merging micro-batch after
-/// micro-batch into a step and sorting each time was a twentieth of reading a merged trace.
+/// micro-batch into a step and sorting each time was a twentieth of a `perf` profile of reading
+/// a merged trace.
 fn merged_descending(a: &[u32], b: &[u32]) -> Vec<u32> {
     let descending = |l: &[u32]| l.is_sorted_by(|x, y| x >= y);
     let mut out = Vec::with_capacity(a.len() + b.len());

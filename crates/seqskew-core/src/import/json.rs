@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 
+use super::numbers::digits;
 use super::swar;
 
 /// Why a scan stopped.
@@ -244,7 +245,7 @@ pub fn shape(raw: &[u8]) -> Option<([u64; MAX_DIMS], usize)> {
     let mut n = 0usize;
     let mut flat = true;
     let end = array(raw, 0, |v| {
-        match (natural(v), dims.get_mut(n)) {
+        match (digits(v), dims.get_mut(n)) {
             (Some(d), Some(slot)) => *slot = d,
             _ => flat = false,
         }
@@ -259,23 +260,12 @@ pub fn shape(raw: &[u8]) -> Option<([u64; MAX_DIMS], usize)> {
 pub fn naturals(raw: &[u8]) -> Option<Vec<u32>> {
     let mut out = Vec::new();
     let mut all = true;
-    let end = array(raw, 0, |v| match natural(v).and_then(|n| u32::try_from(n).ok()) {
+    let end = array(raw, 0, |v| match digits(v).and_then(|n| u32::try_from(n).ok()) {
         Some(n) => out.push(n),
         None => all = false,
     })
     .ok()?;
     (all && end == raw.len()).then_some(out)
-}
-
-/// A non-negative integer written as plain digits.
-fn natural(raw: &[u8]) -> Option<u64> {
-    if raw.is_empty() {
-        return None;
-    }
-    raw.iter().try_fold(0u64, |n, &b| {
-        b.is_ascii_digit().then_some(())?;
-        n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
-    })
 }
 
 /// The most dimensions [`shape`] reads.

@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use super::events::{EventPlace, RawEvent, TraceBuilder};
 use super::json;
 use super::names::{NameCache, collective_op, is_attention, is_backend_collective, is_backward, rank_from_file_name};
-use super::numbers::{to_nanos, to_u64};
+use super::numbers::{digits, to_nanos, to_u64};
 use super::timeline::{Piece, bucket, partition};
 use super::trace_event::RawText;
 use super::vec_bytes;
@@ -478,13 +478,8 @@ impl KinetoBuilder {
 fn lengths_in(list: &str) -> Vec<u32> {
     let mut lengths = Vec::new();
     for piece in list.as_bytes().split(|b| matches!(b, b',' | b' ' | b';')) {
-        let digits = piece.trim_ascii();
-        let digits = digits.strip_prefix(b"+").unwrap_or(digits);
-        let value = digits.iter().try_fold(0u32, |n, &b| {
-            let digit = b.is_ascii_digit().then(|| u32::from(b - b'0'))?;
-            n.checked_mul(10)?.checked_add(digit)
-        });
-        if let Some(length) = value.filter(|_| !digits.is_empty()) {
+        let piece = piece.trim_ascii();
+        if let Some(length) = digits(piece.strip_prefix(b"+").unwrap_or(piece)).and_then(|n| u32::try_from(n).ok()) {
             lengths.push(length);
         }
     }

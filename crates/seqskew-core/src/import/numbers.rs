@@ -130,13 +130,17 @@ pub fn to_duration(raw: impl AsRef<[u8]>, unit_ns: i64) -> Result<Nanos, NumberP
 /// A non-negative integer (step numbers, ranks, ids), also when quoted or written `7.0`.
 pub fn to_u64(raw: impl AsRef<[u8]>) -> Option<u64> {
     let text = unquoted(raw.as_ref());
-    let digits = text.strip_suffix(b".0").unwrap_or(text);
+    let whole = text.strip_suffix(b".0").unwrap_or(text);
     // A leading '+' is allowed, as `str::parse` allowed it when this read text.
-    let digits = digits.strip_prefix(b"+").unwrap_or(digits);
-    if digits.is_empty() {
+    digits(whole.strip_prefix(b"+").unwrap_or(whole))
+}
+
+/// Plain decimal digits (at least one, nothing else) as a number; `None` beyond `u64`.
+pub fn digits(raw: &[u8]) -> Option<u64> {
+    if raw.is_empty() {
         return None;
     }
-    digits.iter().try_fold(0u64, |n, &b| {
+    raw.iter().try_fold(0u64, |n, &b| {
         let digit = b.is_ascii_digit().then(|| u64::from(b - b'0'))?;
         n.checked_mul(10)?.checked_add(digit)
     })

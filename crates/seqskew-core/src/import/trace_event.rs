@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use super::json::{self, ScanError};
-use super::numbers::{MICROS, to_duration, to_nanos};
+use super::numbers::{MICROS, digits, to_duration, to_nanos};
 use crate::diag::{DiagnosticSink, Location, Severity};
 use crate::model::Nanos;
 
@@ -57,12 +57,8 @@ impl<'a> Id<'a> {
         if raw.first() == Some(&b'"') {
             return json::string(raw).map(|s| Some(Id::Text(s)));
         }
-        // Nearly every id is a few plain digits: read them without the general parsers below
-        // (18 digits cannot overflow).
-        if (1..=18).contains(&raw.len())
-            && let Some(id) =
-                raw.iter().try_fold(0i64, |n, &b| b.is_ascii_digit().then(|| n * 10 + i64::from(b - b'0')))
-        {
+        // Nearly every id is a few plain digits: read them without the general parsers below.
+        if let Some(id) = digits(raw).and_then(|n| i64::try_from(n).ok()) {
             return Ok(Some(Id::Int(id)));
         }
         let Ok(text) = std::str::from_utf8(raw) else { return Ok(None) };
@@ -330,7 +326,7 @@ mod tests {
         assert_eq!(id("12"), Ok(Some(Id::Int(12))));
         assert_eq!(id("-3"), Ok(Some(Id::Int(-3))));
         assert_eq!(id("18446744073709551615"), Ok(Some(Id::Int(i64::MAX))));
-        // Either side of the plain-digits shortcut's 18 digits, and what it must not take.
+        // What the plain-digits shortcut takes, and what it leaves to the general parsers.
         assert_eq!(id("999999999999999999"), Ok(Some(Id::Int(999_999_999_999_999_999))));
         assert_eq!(id("9223372036854775807"), Ok(Some(Id::Int(i64::MAX))));
         assert_eq!(id("0012"), Ok(Some(Id::Int(12))));
