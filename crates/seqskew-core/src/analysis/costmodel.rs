@@ -32,10 +32,14 @@ impl Fit {
     }
 }
 
-/// The samples a fit can use (sequences known, a positive time), at most about 2¹⁵ of them
-/// ([`evenly_spaced`]).
+/// Whether a fit can use a sample: its sequences known, its time positive.
+pub fn usable_sample(features: &SeqFeatures, time: f64) -> bool {
+    features.known && time.is_finite() && time > 0.0
+}
+
+/// The samples a fit can use, at most about 2¹⁵ of them ([`evenly_spaced`]).
 fn usable_samples(samples: impl Iterator<Item = (SeqFeatures, f64)> + Clone) -> Vec<(SeqFeatures, f64)> {
-    evenly_spaced(samples.filter(|(f, y)| f.known && y.is_finite() && *y > 0.0))
+    evenly_spaced(samples.filter(|(f, y)| usable_sample(f, *y)))
 }
 
 /// Fits `y ≈ model(x)` over samples.

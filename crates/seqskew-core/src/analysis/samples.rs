@@ -6,37 +6,30 @@
 //! own two passes: eight reads of a table that holds half a gigabyte at 4096 workers × 1000
 //! steps.
 
+use super::costmodel::usable_sample;
 use super::frame::{Cell, Frame, MicroBatchCell, SeqFeatures};
 use super::stats::EvenSample;
-use crate::model::Nanos;
 
 pub struct Samples<'a> {
     /// Worker-steps whose sequences are known.
     pub known_cells: Vec<&'a Cell>,
     /// Micro-batches whose sequences are known.
     pub known_micro_batches: Vec<&'a MicroBatchCell>,
-    /// What the cost model fits: sequences and compute of the known worker-steps and
-    /// micro-batches that computed at all.
+    /// What the cost model fits: sequences and compute of the worker-steps and micro-batches
+    /// it can use ([`usable_sample`]).
     pub cell_costs: Vec<(SeqFeatures, f64)>,
     pub micro_batch_costs: Vec<(SeqFeatures, f64)>,
-}
-
-/// A time the cost model can fit (it works in floating point).
-fn computed(compute: Nanos) -> bool {
-    compute as f64 > 0.0
 }
 
 pub fn take(frame: &Frame) -> Samples<'_> {
     let cells = || frame.cells.iter().flatten().flatten();
     let (mut known_cells, mut cell_costs, mut known_micro_batches, mut micro_batch_costs) = (0, 0, 0, 0);
     for cell in cells() {
-        if cell.seq.known {
-            known_cells += 1;
-            cell_costs += usize::from(computed(cell.compute));
-        }
-        for m in frame.micro_batches_of(cell).iter().filter(|m| m.seq.known) {
-            known_micro_batches += 1;
-            micro_batch_costs += usize::from(computed(m.compute()));
+        known_cells += usize::from(cell.seq.known);
+        cell_costs += usize::from(usable_sample(&cell.seq, cell.compute as f64));
+        for m in frame.micro_batches_of(cell) {
+            known_micro_batches += usize::from(m.seq.known);
+            micro_batch_costs += usize::from(usable_sample(&m.seq, m.compute() as f64));
         }
     }
     let mut known_cells = EvenSample::of(known_cells);
@@ -46,13 +39,15 @@ pub fn take(frame: &Frame) -> Samples<'_> {
     for cell in cells() {
         if cell.seq.known {
             known_cells.offer(|| cell);
-            if computed(cell.compute) {
-                cell_costs.offer(|| (cell.seq, cell.compute as f64));
-            }
         }
-        for m in frame.micro_batches_of(cell).iter().filter(|m| m.seq.known) {
-            known_micro_batches.offer(|| m);
-            if computed(m.compute()) {
+        if usable_sample(&cell.seq, cell.compute as f64) {
+            cell_costs.offer(|| (cell.seq, cell.compute as f64));
+        }
+        for m in frame.micro_batches_of(cell) {
+            if m.seq.known {
+                known_micro_batches.offer(|| m);
+            }
+            if usable_sample(&m.seq, m.compute() as f64) {
                 micro_batch_costs.offer(|| (m.seq, m.compute() as f64));
             }
         }
@@ -69,6 +64,7 @@ pub fn take(frame: &Frame) -> Samples<'_> {
 mod tests {
     use super::*;
     use crate::analysis::stats::{MAX_SAMPLES, evenly_spaced};
+    use crate::model::Nanos;
 
     /// The samples taken together are the ones each reader took on its own: `evenly_spaced`
     /// of every worker-step or micro-batch it could use. Enough cells that each sample strides.

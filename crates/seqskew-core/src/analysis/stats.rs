@@ -15,7 +15,7 @@ fn sample_stride(n: usize) -> usize {
 pub fn evenly_spaced<T>(items: impl Iterator<Item = T> + Clone) -> Vec<T> {
     let mut sample = EvenSample::of(items.clone().count());
     items.for_each(|item| sample.offer(|| item));
-    sample.taken
+    sample.taken()
 }
 
 /// The items [`evenly_spaced`] would take of `count` items, offered one at a time: one pass
