@@ -174,13 +174,26 @@ pub fn build(job: &Job) -> Frame {
         slots.push(Slot { rank: w.rank, dp, stage, label });
     }
     let steps = job.steps();
+    let knowledge = job.sequence_knowledge();
+    let (mut cells, mut micro_batches) = rows(job, &steps);
+    if knowledge == SequenceKnowledge::VarlenBounds {
+        use_attention_for_bounds(&mut cells, &mut micro_batches);
+    }
+    let stages = slots.iter().map(|s| s.stage + 1).max().unwrap_or(1);
+    let dp_size = slots.iter().map(|s| s.dp + 1).max().unwrap_or(1);
+    Frame { steps, slots, stages, dp_size, cells, micro_batches, knowledge }
+}
+
+/// The rows of `steps` (all the job's, sorted), and their cells' micro-batches, which the
+/// cells' ranges index.
+fn rows(job: &Job, steps: &[u64]) -> (Vec<Vec<Option<Cell>>>, Vec<MicroBatchCell>) {
     // Step by step, as the diagnosis reads the table: each row and the micro-batches of its
     // cells are then laid out in the order every later pass visits them. Each worker's steps
     // are sorted (the model's invariant), so one cursor per worker finds its cell for a row.
     let mut next_step = vec![0usize; job.workers.len()];
     let mut cells: Vec<Vec<Option<Cell>>> = Vec::with_capacity(steps.len());
     let mut micro_batches = Vec::new();
-    for &step in &steps {
+    for &step in steps {
         let mut row = Vec::with_capacity(job.workers.len());
         for (wi, (w, next)) in job.workers.iter().zip(next_step.iter_mut()).enumerate() {
             while w.steps.get(*next).is_some_and(|s| s.step < step) {
@@ -196,12 +209,7 @@ pub fn build(job: &Job) -> Frame {
         }
         cells.push(row);
     }
-    if job.sequence_knowledge() == SequenceKnowledge::VarlenBounds {
-        use_attention_for_bounds(&mut cells, &mut micro_batches);
-    }
-    let stages = slots.iter().map(|s| s.stage + 1).max().unwrap_or(1);
-    let dp_size = slots.iter().map(|s| s.dp + 1).max().unwrap_or(1);
-    Frame { steps, slots, stages, dp_size, cells, micro_batches, knowledge: job.sequence_knowledge() }
+    (cells, micro_batches)
 }
 
 /// One worker-step's cell; its micro-batches are appended to the job's list.

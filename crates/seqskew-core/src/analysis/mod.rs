@@ -7,6 +7,7 @@
 
 pub mod costmodel;
 pub mod frame;
+pub mod par;
 pub mod replay;
 pub mod samples;
 pub mod signals;
@@ -89,7 +90,7 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
     let shares = deltas.map(|d| if total > 0.0 { d / total } else { 0.0 });
     let slowdown = if attribution.ideal > 0.0 { attribution.actual / attribution.ideal } else { 1.0 };
 
-    let lengths_known = job.has_sequence_lengths();
+    let lengths_known = frame.knowledge > SequenceKnowledge::Unknown;
     let signals = signals::all(&signals::Inputs {
         frame: &frame,
         samples: &samples,
@@ -103,7 +104,7 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
 
     // Rebalancing what-ifs need every document's length and a usable cost model.
     let predictive = mb_fit.filter(costmodel::Fit::usable).or(ws_fit.filter(costmodel::Fit::usable));
-    let whatifs = match (job.sequence_knowledge() >= SequenceKnowledge::DenseShapes, predictive.as_ref()) {
+    let whatifs = match (frame.knowledge >= SequenceKnowledge::DenseShapes, predictive.as_ref()) {
         (true, Some(fit)) => whatif::what_ifs(job, &frame, &steps, &mb_fit.filter(|f| f.usable()).unwrap_or(*fit)),
         _ => whatif::WhatIfs::default(),
     };
@@ -210,7 +211,7 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
             dp: frame.dp_size,
             pp: frame.stages,
             has_sequence_lengths: lengths_known,
-            sequence_knowledge: knowledge_name(job.sequence_knowledge()).into(),
+            sequence_knowledge: knowledge_name(frame.knowledge).into(),
             first_step: frame.steps.first().copied(),
             last_step: frame.steps.last().copied(),
             diagnostics: assembled.diagnostics.clone(),

@@ -5,11 +5,13 @@
 //! says how much of the slowdown each accounts for.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use smallvec::{SmallVec, smallvec};
 
 use super::costmodel::Fit;
 use super::frame::{Cell, Frame};
+use super::par;
 use super::stats::{Mean, mean, median};
 use crate::schedule::replay_pipeline;
 
@@ -235,80 +237,96 @@ impl Factors {
     }
 }
 
+/// What one step says of each slot and stage, before the medians across steps.
+struct StepFactors {
+    /// Per stage: its compute level relative to the step's typical one, where measurable.
+    stage_ratio: Vec<Option<f64>>,
+    /// Per slot (`p * dps + d`): its compute relative to what its data or its stage should
+    /// take, and its stall; NaN where the slot is absent or the ratio not measurable.
+    worker_ratio: Vec<f64>,
+    stall: Vec<f64>,
+    transfer: Vec<Option<f64>>,
+}
+
+fn step_factors(step: &StepSlots, stages: usize, dps: usize) -> StepFactors {
+    let mut out = StepFactors {
+        stage_ratio: vec![None; stages],
+        worker_ratio: vec![f64::NAN; stages * dps],
+        stall: vec![f64::NAN; stages * dps],
+        transfer: vec![None; stages],
+    };
+    // Each slot's compute, summed once.
+    let computes: Vec<Vec<Option<f64>>> =
+        step.slots.iter().map(|row| row.iter().map(|s| s.as_ref().map(SlotStep::compute)).collect()).collect();
+    let all: Vec<f64> = computes.iter().flatten().flatten().copied().collect();
+    // Medians: one slow worker must not make its whole stage look heavy.
+    let overall = median(&all);
+    // With two replicas a median is their mean, so half of one slow replica's excess would
+    // be its stage's: a stage's level is then the lesser of its two (what both reach).
+    let lesser: Vec<f64> = computes
+        .iter()
+        .filter_map(|row| match row.as_slice() {
+            [Some(a), Some(b)] => Some(a.min(*b)),
+            _ => None,
+        })
+        .collect();
+    let pairs = (lesser.len() == step.slots.len()).then(|| median(&lesser)).filter(|m| *m > 0.0);
+    for (p, (row, row_computes)) in step.slots.iter().zip(&computes).enumerate() {
+        let stage_values: Vec<f64> = row_computes.iter().flatten().copied().collect();
+        let (stage_level, typical) = match (pairs, lesser.get(p)) {
+            (Some(typical), Some(&l)) => (l, typical),
+            _ => (median(&stage_values), overall),
+        };
+        if typical > 0.0
+            && !stage_values.is_empty()
+            && let Some(v) = out.stage_ratio.get_mut(p)
+        {
+            *v = Some(stage_level / typical);
+        }
+        // A worker's own speed: its compute against what its data should cost (when the cost
+        // model says), else against its stage's level — so drawing heavy data is not slowness.
+        let present = || row.iter().zip(row_computes).filter_map(|(s, c)| s.as_ref().zip(*c));
+        let expected: Option<Vec<f64>> = present().map(|(s, c)| s.expected.map(|e| c / e.max(1.0))).collect();
+        let typical = expected.as_ref().map(|r| mean(r));
+        for (d, (s, c)) in row.iter().zip(row_computes).enumerate().take(dps) {
+            let (Some(s), Some(c)) = (s, *c) else { continue };
+            let ratio = match (typical, s.expected) {
+                (Some(t), Some(e)) if t > 0.0 => Some(c / e.max(1.0) / t),
+                _ if stage_level > 0.0 => Some(c / stage_level),
+                _ => None,
+            };
+            if let (Some(r), Some(v)) = (ratio, out.worker_ratio.get_mut(p * dps + d)) {
+                *v = r;
+            }
+            if let Some(v) = out.stall.get_mut(p * dps + d) {
+                *v = s.stall;
+            }
+        }
+        if let (Some(v), Some(&t)) = (out.transfer.get_mut(p), step.transfer.get(p)) {
+            *v = Some(t);
+        }
+    }
+    out
+}
+
 pub fn factors(steps: &[StepSlots]) -> Factors {
     let stages = steps.iter().map(|s| s.slots.len()).max().unwrap_or(1);
     let dps = steps.iter().flat_map(|s| s.slots.iter().map(Vec::len)).max().unwrap_or(1);
-    // One list per slot, filled a step at a time: reserved whole, not grown by doubling.
-    let per_step = || Vec::with_capacity(steps.len());
-    let per_slot = || -> Vec<Vec<Vec<f64>>> { (0..stages).map(|_| (0..dps).map(|_| per_step()).collect()).collect() };
-    let mut stage_ratio: Vec<Vec<f64>> = (0..stages).map(|_| per_step()).collect();
-    let mut worker_ratio = per_slot();
-    let mut stalls = per_slot();
-    let mut transfers: Vec<Vec<f64>> = (0..stages).map(|_| per_step()).collect();
-    for step in steps {
-        // Each slot's compute, summed once.
-        let computes: Vec<Vec<Option<f64>>> =
-            step.slots.iter().map(|row| row.iter().map(|s| s.as_ref().map(SlotStep::compute)).collect()).collect();
-        let all: Vec<f64> = computes.iter().flatten().flatten().copied().collect();
-        // Medians: one slow worker must not make its whole stage look heavy.
-        let overall = median(&all);
-        // With two replicas a median is their mean, so half of one slow replica's excess would
-        // be its stage's: a stage's level is then the lesser of its two (what both reach).
-        let lesser: Vec<f64> = computes
-            .iter()
-            .filter_map(|row| match row.as_slice() {
-                [Some(a), Some(b)] => Some(a.min(*b)),
-                _ => None,
-            })
+    let width = stages * dps;
+    // Each step alone, on every core; then each slot's values across the steps, in step order.
+    let per_step: Vec<StepFactors> =
+        par::map(steps.len(), par::min_rows(width), |i| steps.get(i).map(|s| step_factors(s, stages, dps)))
+            .into_iter()
+            .flatten()
             .collect();
-        let pairs = (lesser.len() == step.slots.len()).then(|| median(&lesser)).filter(|m| *m > 0.0);
-        for (p, (row, row_computes)) in step.slots.iter().zip(&computes).enumerate() {
-            let stage_values: Vec<f64> = row_computes.iter().flatten().copied().collect();
-            let (stage_level, typical) = match (pairs, lesser.get(p)) {
-                (Some(typical), Some(&l)) => (l, typical),
-                _ => (median(&stage_values), overall),
-            };
-            if typical > 0.0
-                && !stage_values.is_empty()
-                && let Some(v) = stage_ratio.get_mut(p)
-            {
-                v.push(stage_level / typical);
-            }
-            // A worker's own speed: its compute against what its data should cost (when the cost
-            // model says), else against its stage's level — so drawing heavy data is not slowness.
-            let present = || row.iter().zip(row_computes).filter_map(|(s, c)| s.as_ref().zip(*c));
-            let expected: Option<Vec<f64>> = present().map(|(s, c)| s.expected.map(|e| c / e.max(1.0))).collect();
-            let typical = expected.as_ref().map(|r| mean(r));
-            for (d, (s, c)) in row.iter().zip(row_computes).enumerate() {
-                let (Some(s), Some(c)) = (s, *c) else { continue };
-                let ratio = match (typical, s.expected) {
-                    (Some(t), Some(e)) if t > 0.0 => Some(c / e.max(1.0) / t),
-                    _ if stage_level > 0.0 => Some(c / stage_level),
-                    _ => None,
-                };
-                if let (Some(r), Some(v)) = (ratio, worker_ratio.get_mut(p).and_then(|r| r.get_mut(d))) {
-                    v.push(r);
-                }
-                if let Some(v) = stalls.get_mut(p).and_then(|r| r.get_mut(d)) {
-                    v.push(s.stall);
-                }
-            }
-            if let (Some(v), Some(&t)) = (transfers.get_mut(p), step.transfer.get(p)) {
-                v.push(t);
-            }
-        }
-    }
-    let slots = worker_ratio.iter().map(Vec::len).sum::<usize>().max(1);
-    // Slots mostly have as many ratios as each other: each threshold is worked out once.
-    let mut thresholds: BTreeMap<(usize, usize), usize> = BTreeMap::new();
-    let mut persistent_factor = |ratios: &[f64], candidates: usize| {
-        let needed =
-            *thresholds.entry((ratios.len(), candidates)).or_insert_with(|| steps_needed(ratios.len(), candidates));
-        persistent(ratios, needed)
-    };
-    let mut worker: Vec<Vec<f64>> =
-        worker_ratio.iter().map(|r| r.iter().map(|v| persistent_factor(v, slots)).collect()).collect();
-    let mut persistent_stall: Vec<Vec<f64>> = stalls.iter().map(|r| r.iter().map(|v| median(v)).collect()).collect();
+    let slots = width.max(1);
+    let per_slot: Vec<(f64, f64)> = par::parts(width, SLOTS_PER_BLOCK, |range| slot_factors(&per_step, range, slots))
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut worker: Vec<Vec<f64>> = per_slot.chunks(dps.max(1)).map(|c| c.iter().map(|f| f.0).collect()).collect();
+    let mut persistent_stall: Vec<Vec<f64>> =
+        per_slot.chunks(dps.max(1)).map(|c| c.iter().map(|f| f.1).collect()).collect();
     // Slow hardware is rare. When many workers are persistently slower together, what they share
     // is their place in the data (e.g. a balancer that always hands rank 0 the longest document),
     // and that is not a worker property.
@@ -320,12 +338,49 @@ pub fn factors(steps: &[StepSlots]) -> Factors {
     if !rare(persistent_stall.iter().flatten().filter(|&&s| s > typical_stall * 1.5 + 1e6).count()) {
         persistent_stall.iter_mut().flatten().for_each(|s| *s = typical_stall);
     }
+    let across = |p: usize, value: fn(&StepFactors, usize) -> Option<f64>| -> Vec<f64> {
+        per_step.iter().filter_map(|f| value(f, p)).collect()
+    };
     Factors {
-        stage: stage_ratio.iter().map(|v| persistent_factor(v, stages)).collect(),
+        stage: (0..stages)
+            .map(|p| {
+                let ratios = across(p, |f, p| f.stage_ratio.get(p).copied().flatten());
+                persistent(&ratios, steps_needed(ratios.len(), stages))
+            })
+            .collect(),
         worker,
         persistent_stall,
-        transfer: transfers.iter().map(|v| median(v)).collect(),
+        transfer: (0..stages).map(|p| median(&across(p, |f, p| f.transfer.get(p).copied().flatten()))).collect(),
     }
+}
+
+/// Slots are gathered from the per-step rows this many at a time: a cache line of each row.
+const SLOTS_PER_BLOCK: usize = 8;
+
+/// For each slot in `range`: its persistent factor (over its ratios across the steps, among
+/// `candidates` slots) and its median stall.
+fn slot_factors(per_step: &[StepFactors], range: Range<usize>, candidates: usize) -> Vec<(f64, f64)> {
+    // Slots mostly have as many ratios as each other: each threshold is worked out once.
+    let mut thresholds: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut out = Vec::with_capacity(range.len());
+    let (mut ratios, mut stalls) = (Vec::new(), Vec::new());
+    for first in range.clone().step_by(SLOTS_PER_BLOCK) {
+        let block = first..(first + SLOTS_PER_BLOCK).min(range.end);
+        ratios.resize_with(block.len(), || Vec::with_capacity(per_step.len()));
+        stalls.resize_with(block.len(), || Vec::with_capacity(per_step.len()));
+        ratios.iter_mut().chain(stalls.iter_mut()).for_each(Vec::clear);
+        for f in per_step {
+            for ((r, s), i) in ratios.iter_mut().zip(stalls.iter_mut()).zip(block.clone()) {
+                r.extend(f.worker_ratio.get(i).filter(|x| !x.is_nan()));
+                s.extend(f.stall.get(i).filter(|x| !x.is_nan()));
+            }
+        }
+        for (r, s) in ratios.iter().zip(&stalls) {
+            let needed = *thresholds.entry(r.len()).or_insert_with(|| steps_needed(r.len(), candidates));
+            out.push((persistent(r, needed), median(s)));
+        }
+    }
+    out
 }
 
 /// A factor is persistent when it is on the same side of 1 in at least this share of steps;
@@ -515,30 +570,57 @@ pub struct Attribution {
     pub per_step: Vec<(f64, f64)>,
 }
 
-pub fn attribute(steps: &[StepSlots], f: &Factors) -> Attribution {
-    let mut a = Attribution::default();
+/// One step's replays, each restoration alone.
+struct StepReplays {
+    actual: f64,
+    ideal: f64,
+    stage: f64,
+    worker: f64,
+    residual_compute: f64,
+    /// `None` when a slot of the step has no prediction.
+    data_compute: Option<f64>,
+    residual_stalls: f64,
+    transfers: f64,
+}
+
+fn replays(step: &StepSlots, f: &Factors) -> StepReplays {
     let none = Restore::default();
-    for step in steps {
-        let base = Baseline::of(step, f);
-        let mut scratch = if pipelined(step) { step.clone() } else { StepSlots::default() };
-        let mut replay = |keep: Restore| replay_restored(step, f, &base, keep, &mut scratch);
-        let actual = replay(Restore::ALL);
-        let ideal = replay(none);
-        a.actual += actual;
-        a.ideal += ideal;
+    let base = Baseline::of(step, f);
+    let mut scratch = if pipelined(step) { step.clone() } else { StepSlots::default() };
+    let mut replay = |keep: Restore| replay_restored(step, f, &base, keep, &mut scratch);
+    let predicted = step.slots.iter().flatten().flatten().all(|s| s.expected.is_some());
+    StepReplays {
+        actual: replay(Restore::ALL),
+        ideal: replay(none),
+        stage: replay(Restore { stage_factors: true, ..none }),
+        worker: replay(Restore { worker_factors: true, ..none }),
+        residual_compute: replay(Restore { residual_compute: true, ..none }),
+        data_compute: predicted.then(|| replay(Restore { data_compute: true, ..none })),
+        residual_stalls: replay(Restore { residual_stalls: true, ..none }),
+        transfers: replay(Restore { transfers: true, ..none }),
+    }
+}
+
+pub fn attribute(steps: &[StepSlots], f: &Factors) -> Attribution {
+    let slots = steps.first().map_or(1, |s| s.slots.iter().map(Vec::len).sum());
+    let per_step = par::map(steps.len(), par::min_rows(slots), |i| steps.get(i).map(|step| replays(step, f)));
+    // Summed in step order, as one core would.
+    let mut a = Attribution::default();
+    for (step, r) in steps.iter().zip(per_step.into_iter().flatten()) {
+        a.actual += r.actual;
+        a.ideal += r.ideal;
         a.measured += step.measured;
-        a.stage += replay(Restore { stage_factors: true, ..none });
-        a.worker += replay(Restore { worker_factors: true, ..none });
-        a.residual_compute += replay(Restore { residual_compute: true, ..none });
-        let predicted = step.slots.iter().flatten().flatten().all(|s| s.expected.is_some());
-        a.data_compute = match (a.data_compute, predicted) {
-            (None, true) if a.per_step.is_empty() => Some(replay(Restore { data_compute: true, ..none })),
-            (Some(x), true) => Some(x + replay(Restore { data_compute: true, ..none })),
+        a.stage += r.stage;
+        a.worker += r.worker;
+        a.residual_compute += r.residual_compute;
+        a.data_compute = match (a.data_compute, r.data_compute) {
+            (None, Some(d)) if a.per_step.is_empty() => Some(d),
+            (Some(x), Some(d)) => Some(x + d),
             _ => None,
         };
-        a.residual_stalls += replay(Restore { residual_stalls: true, ..none });
-        a.transfers += replay(Restore { transfers: true, ..none });
-        a.per_step.push((actual, ideal));
+        a.residual_stalls += r.residual_stalls;
+        a.transfers += r.transfers;
+        a.per_step.push((r.actual, r.ideal));
     }
     a
 }

@@ -2,14 +2,16 @@
 //! [`MAX_SAMPLES`](super::stats::MAX_SAMPLES) of each, at an even stride
 //! ([`evenly_spaced`](super::stats::evenly_spaced)'s).
 //!
-//! They are taken together, in one pass that counts and one that takes. Each used to make its
-//! own two passes: eight reads of a table that holds half a gigabyte at 4096 workers × 1000
-//! steps.
+//! They are taken together, in one pass that counts and one that takes, each spread over the
+//! cores by ranges of rows. Each used to make its own two passes: eight reads of a table that
+//! holds half a gigabyte at 4096 workers × 1000 steps.
 
 use super::costmodel::usable_sample;
 use super::frame::{Cell, Frame, MicroBatchCell, SeqFeatures};
+use super::par;
 use super::stats::EvenSample;
 
+#[derive(Default)]
 pub struct Samples<'a> {
     /// Worker-steps whose sequences are known.
     pub known_cells: Vec<&'a Cell>,
@@ -21,48 +23,97 @@ pub struct Samples<'a> {
     pub micro_batch_costs: Vec<(SeqFeatures, f64)>,
 }
 
+/// How many items of each sample one or more rows offer.
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    known_cells: usize,
+    cell_costs: usize,
+    known_micro_batches: usize,
+    micro_batch_costs: usize,
+}
+
+impl Counts {
+    fn plus(self, o: Counts) -> Counts {
+        Counts {
+            known_cells: self.known_cells + o.known_cells,
+            cell_costs: self.cell_costs + o.cell_costs,
+            known_micro_batches: self.known_micro_batches + o.known_micro_batches,
+            micro_batch_costs: self.micro_batch_costs + o.micro_batch_costs,
+        }
+    }
+}
+
+fn row(frame: &Frame, si: usize) -> impl Iterator<Item = &Cell> {
+    frame.cells.get(si).into_iter().flatten().flatten()
+}
+
+fn count(frame: &Frame, si: usize) -> Counts {
+    let mut n = Counts::default();
+    for cell in row(frame, si) {
+        n.known_cells += usize::from(cell.seq.known);
+        n.cell_costs += usize::from(usable_sample(&cell.seq, cell.compute as f64));
+        for m in frame.micro_batches_of(cell) {
+            n.known_micro_batches += usize::from(m.seq.known);
+            n.micro_batch_costs += usize::from(usable_sample(&m.seq, m.compute() as f64));
+        }
+    }
+    n
+}
+
 pub fn take(frame: &Frame) -> Samples<'_> {
-    let cells = || frame.cells.iter().flatten().flatten();
-    let (mut known_cells, mut cell_costs, mut known_micro_batches, mut micro_batch_costs) = (0, 0, 0, 0);
-    for cell in cells() {
-        known_cells += usize::from(cell.seq.known);
-        cell_costs += usize::from(usable_sample(&cell.seq, cell.compute as f64));
-        for m in frame.micro_batches_of(cell) {
-            known_micro_batches += usize::from(m.seq.known);
-            micro_batch_costs += usize::from(usable_sample(&m.seq, m.compute() as f64));
-        }
+    // Rows are counted on every core, then taken on every core, each range of rows resuming
+    // the samples where the rows before it left them.
+    let min_rows = par::min_rows(frame.slots.len());
+    let per_row = par::map(frame.cells.len(), min_rows, |si| count(frame, si));
+    let mut before = Vec::with_capacity(per_row.len() + 1);
+    let mut total = Counts::default();
+    for &n in &per_row {
+        before.push(total);
+        total = total.plus(n);
     }
-    let mut known_cells = EvenSample::of(known_cells);
-    let mut cell_costs = EvenSample::of(cell_costs);
-    let mut known_micro_batches = EvenSample::of(known_micro_batches);
-    let mut micro_batch_costs = EvenSample::of(micro_batch_costs);
-    for cell in cells() {
-        if cell.seq.known {
-            known_cells.offer(|| cell);
-        }
-        if usable_sample(&cell.seq, cell.compute as f64) {
-            cell_costs.offer(|| (cell.seq, cell.compute as f64));
-        }
-        for m in frame.micro_batches_of(cell) {
-            if m.seq.known {
-                known_micro_batches.offer(|| m);
+    let parts = par::parts(frame.cells.len(), min_rows, |rows| {
+        let at = before.get(rows.start).copied().unwrap_or(total);
+        let mut known_cells = EvenSample::resumed(total.known_cells, at.known_cells);
+        let mut cell_costs = EvenSample::resumed(total.cell_costs, at.cell_costs);
+        let mut known_micro_batches = EvenSample::resumed(total.known_micro_batches, at.known_micro_batches);
+        let mut micro_batch_costs = EvenSample::resumed(total.micro_batch_costs, at.micro_batch_costs);
+        for cell in rows.flat_map(|si| row(frame, si)) {
+            if cell.seq.known {
+                known_cells.offer(|| cell);
             }
-            if usable_sample(&m.seq, m.compute() as f64) {
-                micro_batch_costs.offer(|| (m.seq, m.compute() as f64));
+            if usable_sample(&cell.seq, cell.compute as f64) {
+                cell_costs.offer(|| (cell.seq, cell.compute as f64));
+            }
+            for m in frame.micro_batches_of(cell) {
+                if m.seq.known {
+                    known_micro_batches.offer(|| m);
+                }
+                if usable_sample(&m.seq, m.compute() as f64) {
+                    micro_batch_costs.offer(|| (m.seq, m.compute() as f64));
+                }
             }
         }
+        Samples {
+            known_cells: known_cells.taken(),
+            known_micro_batches: known_micro_batches.taken(),
+            cell_costs: cell_costs.taken(),
+            micro_batch_costs: micro_batch_costs.taken(),
+        }
+    });
+    let mut all = Samples::default();
+    for part in parts {
+        all.known_cells.extend(part.known_cells);
+        all.known_micro_batches.extend(part.known_micro_batches);
+        all.cell_costs.extend(part.cell_costs);
+        all.micro_batch_costs.extend(part.micro_batch_costs);
     }
-    Samples {
-        known_cells: known_cells.taken(),
-        known_micro_batches: known_micro_batches.taken(),
-        cell_costs: cell_costs.taken(),
-        micro_batch_costs: micro_batch_costs.taken(),
-    }
+    all
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::frame::Slot;
     use crate::analysis::stats::{MAX_SAMPLES, evenly_spaced};
     use crate::model::Nanos;
 
@@ -73,7 +124,7 @@ mod tests {
         let n = 3 * MAX_SAMPLES + 17;
         let seq = |known: bool, tokens: usize| SeqFeatures { known, tokens: tokens as f64, ..SeqFeatures::default() };
         let mut frame = Frame::default();
-        let row = (0..n)
+        let row: Vec<Option<Cell>> = (0..n)
             .map(|i| {
                 frame.micro_batches.push(MicroBatchCell {
                     forward: (i % 7) as Nanos,
@@ -89,7 +140,10 @@ mod tests {
                 })
             })
             .collect();
-        frame.cells = vec![row, vec![None; 3]];
+        // In rows wide enough that, on a machine with several cores, each core takes some.
+        let width = n.div_ceil(3);
+        frame.slots = vec![Slot { rank: 0, dp: 0, stage: 0, label: String::new() }; width];
+        frame.cells = row.chunks(width).map(<[_]>::to_vec).chain([vec![None; 3]]).collect();
         let s = take(&frame);
 
         let cells = || frame.cells.iter().flatten().flatten();

@@ -3,6 +3,7 @@
 
 use super::costmodel::Fit;
 use super::frame::{Cell, Frame, SeqFeatures};
+use super::par;
 use super::replay::{Attribution, Factors};
 use super::samples::Samples;
 use super::stats::{Mean, cv, median, spearman};
@@ -22,8 +23,9 @@ pub struct Initiator {
 
 /// The initiating worker of every step: the one with the most work (compute and stalls).
 pub fn initiators(frame: &Frame) -> Vec<Initiator> {
-    let mut out = Vec::with_capacity(frame.steps.len());
-    for (si, &step) in frame.steps.iter().enumerate() {
+    // Each step alone, on every core.
+    par::map(frame.steps.len(), par::min_rows(frame.slots.len()), |si| {
+        let step = frame.steps.get(si).copied()?;
         // One pass, nothing collected: this runs over every worker of every step.
         let (mut works, mut computes) = (Mean::default(), Mean::default());
         // The most work; the lowest worker index among equals.
@@ -35,12 +37,14 @@ pub fn initiators(frame: &Frame) -> Vec<Initiator> {
                 busiest = Some((w, cell));
             }
         }
-        let Some((w, cell)) = busiest.filter(|_| works.count() >= 2) else { continue };
+        let (w, cell) = busiest.filter(|_| works.count() >= 2)?;
         let excess = cell.work() as f64 - works.get();
         let compute_excess = (cell.compute + cell.optimizer) as f64 - computes.get();
-        out.push(Initiator { step, worker: w, excess, compute_excess });
-    }
-    out
+        Some(Initiator { step, worker: w, excess, compute_excess })
+    })
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// Everything the signals look at.
@@ -142,7 +146,7 @@ fn step_costs(frame: &Frame, fit: Option<&Fit>, with_lengths: bool) -> Vec<StepC
         let costliest = costliest.filter(|_| with_lengths).map(|(w, _)| w);
         StepCosts { shards, longest, max, mean: mean.get(), costliest }
     };
-    (0..frame.steps.len()).map(step).collect()
+    par::map(frame.steps.len(), par::min_rows(frame.slots.len()), step)
 }
 
 /// 1. Step time follows the max of the per-shard cost over the global batch, not the mean.
@@ -435,15 +439,21 @@ fn communication_bound(i: &Inputs<'_>) -> Signal {
 fn host_stalls(i: &Inputs<'_>) -> Signal {
     const ID: &str = "host_stalls";
     let f = i.frame;
-    let mut total = 0.0;
-    let mut stalled = 0.0;
-    for x in i.initiators {
-        let Ok(si) = f.steps.binary_search(&x.step) else { continue };
+    // Each initiator's excess and the part of it that is stall (against its step's typical
+    // stall), on every core; summed in order.
+    let parts = par::map(i.initiators.len(), par::min_rows(f.slots.len()), |k| {
+        let x = i.initiators.get(k)?;
+        let si = f.steps.binary_search(&x.step).ok()?;
         let stalls: Vec<f64> = f.step_cells(si).map(|(_, c)| c.stall as f64).collect();
         let typical = median(&stalls);
         let own = f.cell(si, x.worker).map_or(0.0, |c| c.stall as f64);
-        total += x.excess.max(0.0);
-        stalled += (own - typical).clamp(0.0, x.excess.max(0.0));
+        Some((x.excess.max(0.0), (own - typical).clamp(0.0, x.excess.max(0.0))))
+    });
+    let mut total = 0.0;
+    let mut stalled = 0.0;
+    for (excess, stall) in parts.into_iter().flatten() {
+        total += excess;
+        stalled += stall;
     }
     if total <= 0.0 {
         return not_applicable(ID, "Host stalls on initiators", 0.3, "No worker does more work than the others.");

@@ -32,6 +32,12 @@ impl<T> EvenSample<T> {
         EvenSample { every: sample_stride(count), offered: 0, taken: Vec::with_capacity(count.min(MAX_SAMPLES)) }
     }
 
+    /// The same sample, for items offered after the first `offered` of the `count` (which were
+    /// offered to another): the parts, joined in order, are the whole sample.
+    pub fn resumed(count: usize, offered: usize) -> Self {
+        EvenSample { offered, ..EvenSample::of(count) }
+    }
+
     /// Offers the next item (made only when it is taken).
     pub fn offer(&mut self, item: impl FnOnce() -> T) {
         if self.offered.is_multiple_of(self.every) {
@@ -294,6 +300,20 @@ fn solve(mut a: Vec<Vec<f64>>, mut c: Vec<f64>) -> Option<Vec<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sample_taken_in_parts_is_the_sample() {
+        let items: Vec<usize> = (0..3 * MAX_SAMPLES + 17).collect();
+        let whole = evenly_spaced(items.iter().copied());
+        for cut in [0, 1, MAX_SAMPLES, items.len() - 1, items.len()] {
+            let (a, b) = items.split_at(cut);
+            let mut first = EvenSample::of(items.len());
+            a.iter().for_each(|&x| first.offer(|| x));
+            let mut second = EvenSample::resumed(items.len(), cut);
+            b.iter().for_each(|&x| second.offer(|| x));
+            assert_eq!([first.taken(), second.taken()].concat(), whole, "cut at {cut}");
+        }
+    }
 
     #[test]
     fn medians_and_spread() {

@@ -2,10 +2,13 @@
 //! the scatter plots, relative work per worker and step for the heatmap, and per worker-step
 //! points for the compute-versus-cost scatter. Compact: a 4096 × 1000 job is 4 M floats.
 
+use std::ops::Range;
+
 use serde::{Deserialize, Serialize};
 
 use super::costmodel::Fit;
-use super::frame::Frame;
+use super::frame::{Cell, Frame};
+use super::par;
 use super::signals::Initiator;
 use super::stats::mean;
 
@@ -45,19 +48,48 @@ pub struct Views {
 }
 
 pub fn build(frame: &Frame, ideal_per_step: &[f64], fit: Option<&Fit>, initiators: &[Initiator]) -> Views {
-    let w = frame.slots.len();
-    let mut heat = Vec::with_capacity(frame.steps.len() * w);
-    let mut steps = Vec::with_capacity(frame.steps.len());
-    let mut points = Vec::new();
     let usable = fit.filter(|f| f.usable());
-    for (si, &step) in frame.steps.iter().enumerate() {
-        let cells: Vec<Option<&super::frame::Cell>> = (0..w).map(|wi| frame.cell(si, wi)).collect();
+    // Ranges of steps on every core, joined in order.
+    let parts = par::parts(frame.steps.len(), par::min_rows(frame.slots.len()), |range| {
+        step_views(frame, range, ideal_per_step, usable, initiators)
+    });
+    let (mut steps, mut heat, mut points) = (Vec::new(), Vec::new(), Vec::new());
+    for part in parts {
+        steps.extend(part.steps);
+        heat.extend(part.heat);
+        points.extend(part.compute_vs_cost);
+    }
+    Views {
+        workers: frame.slots.iter().map(|s| s.label.clone()).collect(),
+        ranks: frame.slots.iter().map(|s| s.rank).collect(),
+        stages: frame.slots.iter().map(|s| s.stage as u32).collect(),
+        steps,
+        heat,
+        compute_vs_cost: points,
+        cost_is_model: usable.is_some(),
+    }
+}
+
+/// The per-step parts of the views for the steps in `range`.
+fn step_views(
+    frame: &Frame,
+    range: Range<usize>,
+    ideal_per_step: &[f64],
+    usable: Option<&Fit>,
+    initiators: &[Initiator],
+) -> Views {
+    let w = frame.slots.len();
+    let mut heat = Vec::with_capacity(range.len() * w);
+    let mut steps = Vec::with_capacity(range.len());
+    let mut points = Vec::new();
+    for (si, &step) in frame.steps.iter().enumerate().take(range.end).skip(range.start) {
+        let cells: Vec<Option<&Cell>> = (0..w).map(|wi| frame.cell(si, wi)).collect();
         let works: Vec<f64> = cells.iter().flatten().map(|c| c.work() as f64).collect();
         let m = mean(&works);
         heat.extend(
             cells.iter().map(|c| c.map_or(f32::NAN, |c| if m > 0.0 { (c.work() as f64 / m) as f32 } else { 1.0 })),
         );
-        let known: Vec<&super::frame::Cell> = cells.iter().flatten().filter(|c| c.seq.known).copied().collect();
+        let known: Vec<&Cell> = cells.iter().flatten().filter(|c| c.seq.known).copied().collect();
         let tokens: f64 = known.iter().map(|c| c.seq.tokens).sum();
         let documents: f64 = known.iter().map(|c| c.seq.documents).sum();
         for c in &known {
@@ -76,13 +108,5 @@ pub fn build(frame: &Frame, ideal_per_step: &[f64], fit: Option<&Fit>, initiator
             initiator: initiators.iter().find(|i| i.step == step).map(|i| i.worker),
         });
     }
-    Views {
-        workers: frame.slots.iter().map(|s| s.label.clone()).collect(),
-        ranks: frame.slots.iter().map(|s| s.rank).collect(),
-        stages: frame.slots.iter().map(|s| s.stage as u32).collect(),
-        steps,
-        heat,
-        compute_vs_cost: points,
-        cost_is_model: usable.is_some(),
-    }
+    Views { steps, heat, compute_vs_cost: points, ..Views::default() }
 }

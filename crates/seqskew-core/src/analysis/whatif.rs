@@ -4,6 +4,7 @@
 
 use super::costmodel::Fit;
 use super::frame::Frame;
+use super::par;
 use super::replay::{StepSlots, replay_step};
 use super::signals::features_of;
 use std::collections::BTreeSet;
@@ -79,8 +80,9 @@ fn replica_documents(job: &Job, frame: &Frame, step: usize, wi: usize) -> Option
 /// The step whose longest document most outweighs a rank's fair share of the step's cost
 /// (over all steps: from each replica's sequence features, no document lists needed).
 fn outlier(frame: &Frame, fit: &Fit) -> Option<(u64, u32, f64)> {
-    let mut worst: Option<(u64, u32, f64)> = None;
-    for (si, &step) in frame.steps.iter().enumerate() {
+    // Each step on every core; the first of the worst wins, as in one pass.
+    let per_step = par::map(frame.steps.len(), par::min_rows(frame.slots.len()), |si| {
+        let step = frame.steps.get(si).copied()?;
         let mut seen = vec![false; frame.dp_size];
         let (mut total, mut longest) = (0.0, 0.0f64);
         for (wi, slot) in frame.slots.iter().enumerate() {
@@ -93,74 +95,50 @@ fn outlier(frame: &Frame, fit: &Fit) -> Option<(u64, u32, f64)> {
         }
         let fair = total / frame.dp_size.max(1) as f64;
         let ratio = fit.document_cost(longest) / fair;
-        if fair > 0.0 && ratio > 1.0 && worst.is_none_or(|w| ratio > w.2) {
-            worst = Some((step, longest as u32, ratio));
+        (fair > 0.0 && ratio > 1.0).then_some((step, longest as u32, ratio))
+    });
+    let mut worst: Option<(u64, u32, f64)> = None;
+    for candidate in per_step.into_iter().flatten() {
+        if worst.is_none_or(|w| candidate.2 > w.2) {
+            worst = Some(candidate);
         }
     }
     worst
 }
 
 pub fn what_ifs(job: &Job, frame: &Frame, steps: &[StepSlots], fit: &Fit) -> WhatIfs {
-    let mut totals = vec![0.0; METHODS.len()];
-    let mut imbalance = vec![0.0; METHODS.len()];
-    let mut counted = 0usize;
-    let mut skipped = BTreeSet::new();
-    let doc_cost = |l: u32| fit.document_cost(f64::from(l)).max(1.0);
+    let replicas_of = |si: usize| -> Option<Vec<Vec<Vec<u32>>>> {
+        replica_workers(frame, si).into_iter().map(|wi| replica_documents(job, frame, si, wi?)).collect()
+    };
     // Every step re-deals all its documents several times: on big jobs, an evenly spaced
     // sample of steps (the stride is set by the first step with documents).
-    let mut stride: Option<(usize, usize)> = None;
-    for (si, step) in steps.iter().enumerate() {
-        if stride.is_some_and(|(first, every)| (si - first) % every != 0) {
-            continue;
-        }
-        let replicas: Option<Vec<Vec<Vec<u32>>>> =
-            replica_workers(frame, si).into_iter().map(|wi| replica_documents(job, frame, si, wi?)).collect();
-        let Some(replicas) = replicas else { continue };
-        if stride.is_none() {
-            let per_step = replicas.iter().flatten().map(Vec::len).sum::<usize>().max(1);
-            let affordable = (SAMPLED_DOCUMENTS / per_step).clamp(MIN_SAMPLED_STEPS, MAX_SAMPLED_STEPS);
-            stride = Some((si, steps.len().saturating_sub(si).div_ceil(affordable).max(1)));
-        }
-        let micro_batches = replicas.iter().map(Vec::len).max().unwrap_or(1).max(1);
-        let docs: Vec<u32> = replicas.iter().flatten().flatten().copied().collect();
-        if docs.is_empty() {
-            continue;
-        }
-        let costs: Vec<f64> = docs.iter().map(|&l| doc_cost(l)).collect();
-        let bin_cost = |bin: &[u32]| fit.predict(&features_of(bin)).max(1.0);
-        let current_cost: Vec<Vec<f64>> = replicas.iter().map(|r| r.iter().map(|b| bin_cost(b)).collect()).collect();
-        for (mi, (_, method, by_tokens)) in METHODS.iter().enumerate() {
-            let new_bins: Vec<Vec<Vec<u32>>> = match method {
-                None => replicas.clone(),
-                Some(Method::KarmarkarKarp) if !karmarkar_karp_is_tractable(docs.len(), frame.dp_size) => {
+    let Some((first, per_step)) = (0..steps.len())
+        .find_map(|si| replicas_of(si).map(|r| (si, r.iter().flatten().map(Vec::len).sum::<usize>().max(1))))
+    else {
+        return WhatIfs::default();
+    };
+    let affordable = (SAMPLED_DOCUMENTS / per_step).clamp(MIN_SAMPLED_STEPS, MAX_SAMPLED_STEPS);
+    let every = steps.len().saturating_sub(first).div_ceil(affordable).max(1);
+    let sampled: Vec<usize> = (first..steps.len()).step_by(every).collect();
+    // The sampled steps are independent: re-dealt on every core, summed in step order.
+    let per_step = par::map(sampled.len(), 1, |i| {
+        let si = sampled.get(i).copied()?;
+        step_what_ifs(replicas_of(si)?, steps.get(si)?, frame.dp_size, fit)
+    });
+    let mut totals = vec![0.0; METHODS.len()];
+    let mut imbalance = vec![0.0; METHODS.len()];
+    let mut skipped = BTreeSet::new();
+    let mut counted = 0usize;
+    for methods in per_step.iter().flatten() {
+        for (mi, m) in methods.iter().enumerate() {
+            match (m, totals.get_mut(mi), imbalance.get_mut(mi)) {
+                (Some((total, imb)), Some(t), Some(x)) => {
+                    *t += total;
+                    *x += imb;
+                }
+                _ => {
                     skipped.insert(mi);
-                    continue;
                 }
-                Some(m) => {
-                    let key: Vec<f64> =
-                        if *by_tokens { docs.iter().map(|&l| f64::from(l)).collect() } else { costs.clone() };
-                    members(&partition(&key, frame.dp_size, *m), frame.dp_size)
-                        .into_iter()
-                        .map(|mine| {
-                            let mine_key: Vec<f64> = mine.iter().map(|&i| key.get(i).copied().unwrap_or(0.0)).collect();
-                            members(&partition(&mine_key, micro_batches, *m), micro_batches)
-                                .into_iter()
-                                .map(|mb| {
-                                    mb.iter().filter_map(|&j| mine.get(j).and_then(|&i| docs.get(i)).copied()).collect()
-                                })
-                                .collect()
-                        })
-                        .collect()
-                }
-            };
-            let new_cost: Vec<Vec<f64>> = new_bins.iter().map(|r| r.iter().map(|b| bin_cost(b)).collect()).collect();
-            let predicted = scaled(step, &current_cost, &new_cost);
-            if let Some(t) = totals.get_mut(mi) {
-                *t += replay_step(&predicted);
-            }
-            let per_rank: Vec<f64> = new_cost.iter().map(|r| r.iter().sum()).collect();
-            if let Some(x) = imbalance.get_mut(mi) {
-                *x += crate::balance::imbalance(&per_rank);
             }
         }
         counted += 1;
@@ -178,6 +156,55 @@ pub fn what_ifs(job: &Job, frame: &Frame, steps: &[StepSlots], fit: &Fit) -> Wha
         .map(|((name, _, _), (&total, &imb))| Prediction { method: name, total, imbalance: imb / counted as f64 })
         .collect();
     WhatIfs { predictions, steps: counted, outlier: outlier(frame, fit) }
+}
+
+/// One step's documents (per replica, per micro-batch) re-dealt by each method: its replayed
+/// step time and imbalance, `None` for a method that cannot run on it; `None` in all when the
+/// step has no documents.
+fn step_what_ifs(
+    replicas: Vec<Vec<Vec<u32>>>,
+    step: &StepSlots,
+    dp_size: usize,
+    fit: &Fit,
+) -> Option<Vec<Option<(f64, f64)>>> {
+    let doc_cost = |l: u32| fit.document_cost(f64::from(l)).max(1.0);
+    let micro_batches = replicas.iter().map(Vec::len).max().unwrap_or(1).max(1);
+    let docs: Vec<u32> = replicas.iter().flatten().flatten().copied().collect();
+    if docs.is_empty() {
+        return None;
+    }
+    let costs: Vec<f64> = docs.iter().map(|&l| doc_cost(l)).collect();
+    let bin_cost = |bin: &[u32]| fit.predict(&features_of(bin)).max(1.0);
+    let current_cost: Vec<Vec<f64>> = replicas.iter().map(|r| r.iter().map(|b| bin_cost(b)).collect()).collect();
+    let methods = METHODS
+        .iter()
+        .map(|(_, method, by_tokens)| {
+            let new_bins: Vec<Vec<Vec<u32>>> = match method {
+                None => replicas.clone(),
+                Some(Method::KarmarkarKarp) if !karmarkar_karp_is_tractable(docs.len(), dp_size) => return None,
+                Some(m) => {
+                    let key: Vec<f64> =
+                        if *by_tokens { docs.iter().map(|&l| f64::from(l)).collect() } else { costs.clone() };
+                    members(&partition(&key, dp_size, *m), dp_size)
+                        .into_iter()
+                        .map(|mine| {
+                            let mine_key: Vec<f64> = mine.iter().map(|&i| key.get(i).copied().unwrap_or(0.0)).collect();
+                            members(&partition(&mine_key, micro_batches, *m), micro_batches)
+                                .into_iter()
+                                .map(|mb| {
+                                    mb.iter().filter_map(|&j| mine.get(j).and_then(|&i| docs.get(i)).copied()).collect()
+                                })
+                                .collect()
+                        })
+                        .collect()
+                }
+            };
+            let new_cost: Vec<Vec<f64>> = new_bins.iter().map(|r| r.iter().map(|b| bin_cost(b)).collect()).collect();
+            let per_rank: Vec<f64> = new_cost.iter().map(|r| r.iter().sum()).collect();
+            Some((replay_step(&scaled(step, &current_cost, &new_cost)), crate::balance::imbalance(&per_rank)))
+        })
+        .collect();
+    Some(methods)
 }
 
 /// The step with each replica's passes scaled by new/old predicted cost (per micro-batch where
