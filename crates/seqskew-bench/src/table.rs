@@ -76,7 +76,7 @@ fn native(r: &Results, out: &mut String) {
             show(of(m, |s| s.peak_rss_mib), 0),
         );
     }
-    let _ = writeln!(out, "\n### Diagnosis time against job size (native, one core)\n");
+    let _ = writeln!(out, "\n### Diagnosis time against job size (native, on every core)\n");
     let _ = writeln!(out, "| job | seconds | µs per worker-step | peak RSS MiB |");
     let _ = writeln!(out, "|---|---|---|---|");
     for m in &r.analyze {
