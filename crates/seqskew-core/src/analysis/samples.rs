@@ -100,7 +100,9 @@ pub fn take(frame: &Frame) -> Samples<'_> {
             micro_batch_costs: micro_batch_costs.taken(),
         }
     });
-    let mut all = Samples::default();
+    // The first part is taken whole (with one core, it is all of them), the others appended.
+    let mut parts = parts.into_iter();
+    let mut all = parts.next().unwrap_or_default();
     for part in parts {
         all.known_cells.extend(part.known_cells);
         all.known_micro_batches.extend(part.known_micro_batches);

@@ -53,7 +53,10 @@ pub fn build(frame: &Frame, ideal_per_step: &[f64], fit: Option<&Fit>, initiator
     let parts = par::parts(frame.steps.len(), par::min_rows(frame.slots.len()), |range| {
         step_views(frame, range, ideal_per_step, usable, initiators)
     });
-    let (mut steps, mut heat, mut points) = (Vec::new(), Vec::new(), Vec::new());
+    // The first part is taken whole (with one core, it is all of them), the others appended.
+    let mut parts = parts.into_iter();
+    let first = parts.next().unwrap_or_default();
+    let (mut steps, mut heat, mut points) = (first.steps, first.heat, first.compute_vs_cost);
     for part in parts {
         steps.extend(part.steps);
         heat.extend(part.heat);

@@ -112,12 +112,12 @@ pub fn what_ifs(job: &Job, frame: &Frame, steps: &[StepSlots], fit: &Fit) -> Wha
     };
     // Every step re-deals all its documents several times: on big jobs, an evenly spaced
     // sample of steps (the stride is set by the first step with documents).
-    let Some((first, per_step)) = (0..steps.len())
+    let Some((first, documents)) = (0..steps.len())
         .find_map(|si| replicas_of(si).map(|r| (si, r.iter().flatten().map(Vec::len).sum::<usize>().max(1))))
     else {
         return WhatIfs::default();
     };
-    let affordable = (SAMPLED_DOCUMENTS / per_step).clamp(MIN_SAMPLED_STEPS, MAX_SAMPLED_STEPS);
+    let affordable = (SAMPLED_DOCUMENTS / documents).clamp(MIN_SAMPLED_STEPS, MAX_SAMPLED_STEPS);
     let every = steps.len().saturating_sub(first).div_ceil(affordable).max(1);
     let sampled: Vec<usize> = (first..steps.len()).step_by(every).collect();
     // The sampled steps are independent: re-dealt on every core, summed in step order.
