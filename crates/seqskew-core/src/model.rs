@@ -359,11 +359,6 @@ impl Job {
         steps
     }
 
-    /// True when any worker-step carries sequence information beyond timing.
-    pub fn has_sequence_lengths(&self) -> bool {
-        self.workers.iter().any(|w| w.steps.iter().any(|s| s.sequences.is_known()))
-    }
-
     /// The best sequence knowledge any worker-step has.
     pub fn sequence_knowledge(&self) -> SequenceKnowledge {
         self.workers.iter().flat_map(|w| w.steps.iter().map(|s| s.sequences.knowledge)).max().unwrap_or_default()

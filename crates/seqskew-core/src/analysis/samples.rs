@@ -43,13 +43,9 @@ impl Counts {
     }
 }
 
-fn row(frame: &Frame, si: usize) -> impl Iterator<Item = &Cell> {
-    frame.cells.get(si).into_iter().flatten().flatten()
-}
-
 fn count(frame: &Frame, si: usize) -> Counts {
     let mut n = Counts::default();
-    for cell in row(frame, si) {
+    for (_, cell) in frame.step_cells(si) {
         n.known_cells += usize::from(cell.seq.known);
         n.cell_costs += usize::from(usable_sample(&cell.seq, cell.compute as f64));
         for m in frame.micro_batches_of(cell) {
@@ -77,7 +73,7 @@ pub fn take(frame: &Frame) -> Samples<'_> {
         let mut cell_costs = EvenSample::resumed(total.cell_costs, at.cell_costs);
         let mut known_micro_batches = EvenSample::resumed(total.known_micro_batches, at.known_micro_batches);
         let mut micro_batch_costs = EvenSample::resumed(total.micro_batch_costs, at.micro_batch_costs);
-        for cell in rows.flat_map(|si| row(frame, si)) {
+        for (_, cell) in rows.flat_map(|si| frame.step_cells(si)) {
             if cell.seq.known {
                 known_cells.offer(|| cell);
             }
