@@ -338,6 +338,22 @@ fn cases() -> Vec<Case> {
             ),
             kineto_rank3(&[(Warning, "control characters or invalid UTF-8")]),
         ),
+        // Bad bytes in arguments: unread (an operator's own) they cost nothing; read (an
+        // attention call's shapes), they are replaced like any others.
+        case(
+            "bad-unread-args.json",
+            kineto_plus_bytes(
+                b"{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 7, \"tid\": 1, \"ts\": 1120, \"dur\": 5, \"args\": {\"name\": \"\x01\xff\"}}",
+            ),
+            kineto_rank3(&[]),
+        ),
+        case(
+            "bad-read-args.json",
+            kineto_plus_bytes(
+                b"{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::scaled_dot_product_attention\", \"pid\": 7, \"tid\": 1, \"ts\": 1120, \"dur\": 5, \"args\": {\"name\": \"\x01\xff\"}}",
+            ),
+            kineto_rank3(&[(Warning, "control characters or invalid UTF-8")]),
+        ),
         // Numbers out of range or not numbers.
         case(
             "huge-ts.json",

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::value::RawValue;
 
-use super::events::{EventPlace, RawArgs, RawEvent, TraceBuilder};
+use super::events::{EventPlace, Interest, RawArgs, RawEvent, TraceBuilder};
 use super::json;
 use super::names::{NameCache, collective_op, is_backward, kind_from_words, parse_coords};
 use super::numbers::to_u64;
@@ -210,6 +210,13 @@ fn lengths_of(args: Option<&RawArgs<'_>>) -> Option<Vec<u32>> {
     json::naturals(raw.get())
 }
 
+impl Interest for ChromeBuilder {
+    fn ignores_complete(&self, _: &str) -> bool {
+        // Span kinds come from names and categories alike: every category may matter.
+        false
+    }
+}
+
 impl TraceBuilder for ChromeBuilder {
     fn held_bytes(&self) -> usize {
         // Lengths are few next to events; their lists are not counted.
@@ -221,11 +228,6 @@ impl TraceBuilder for ChromeBuilder {
     }
 
     fn top_level(&mut self, _: &str, _: &RawValue, _: &mut DiagnosticSink) {}
-
-    fn ignores_complete(&self, _: &str) -> bool {
-        // Span kinds come from names and categories alike: every category may matter.
-        false
-    }
 
     fn event(&mut self, ev: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> bool {
         let thread = (ev.pid.as_ref().map_or(0, |p| p.key()), ev.tid.as_ref().map_or(0, |t| t.key()));

@@ -9,21 +9,18 @@
 use serde_json::value::RawValue;
 
 use super::json::{self, ScanError};
-pub use super::trace_event::{EventPlace, RawArgs, RawEvent, Read};
+pub use super::trace_event::{EventPlace, Interest, RawArgs, RawEvent, Read};
 use super::{BOM, ContentParser, ImportStats};
 use crate::diag::{DiagnosticSink, Location, Severity};
 use crate::model::Worker;
 
-/// What a format makes of the events of a Chrome-trace document.
-pub trait TraceBuilder {
+/// What a format makes of the events of a Chrome-trace document (and, as its [`Interest`],
+/// what of them it reads).
+pub trait TraceBuilder: Interest {
     /// A top-level key other than `traceEvents`, with its whole value.
     fn top_level(&mut self, key: &str, value: &RawValue, diags: &mut DiagnosticSink);
     /// Top-level keys whose values the builder wants (others are skipped unread).
     fn wants_top_level(&self, key: &str) -> bool;
-    /// Whether every complete event (`"ph": "X"`) of this category would be ignored, whatever
-    /// else it holds: the reader then skips the rest of it unread (most of a trace recorded
-    /// with Python stacks is `python_function` events).
-    fn ignores_complete(&self, category: &str) -> bool;
     /// One event. Returns true when the event contributed to the model.
     fn event(&mut self, event: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> bool;
     /// End of the document: build the workers.
@@ -302,7 +299,7 @@ impl<B: TraceBuilder> TraceDocument<B> {
         let text = buf.get(start..)?;
         let place = EventPlace { offset: self.base + start as u64 };
         let mut event = RawEvent::default();
-        match event.read(text, |category| self.builder.ignores_complete(category)) {
+        match event.read(text, &mut self.builder) {
             Ok(Read::Event(used)) => {
                 self.accept(&event, place, diags);
                 Some(start + used)
@@ -558,15 +555,18 @@ mod tests {
         top: Vec<(String, String)>,
     }
 
+    impl Interest for Recorder {
+        fn ignores_complete(&self, category: &str) -> bool {
+            category == "python_function"
+        }
+    }
+
     impl TraceBuilder for Recorder {
         fn top_level(&mut self, key: &str, value: &RawValue, _: &mut DiagnosticSink) {
             self.top.push((key.to_owned(), value.get().to_owned()));
         }
         fn wants_top_level(&self, key: &str) -> bool {
             key == "distributedInfo"
-        }
-        fn ignores_complete(&self, category: &str) -> bool {
-            category == "python_function"
         }
         fn event(&mut self, event: &RawEvent<'_>, _: EventPlace, _: &mut DiagnosticSink) -> bool {
             self.names.push(event.name().to_owned());

@@ -82,43 +82,79 @@ fn quote_or_backslash(bytes: &[u8], pos: usize) -> Option<usize> {
 /// Strings are searched a word at a time for this many words, then by memchr.
 const SHORT_STRING_WORDS: usize = 4;
 
-/// The end of the array or object whose opening bracket is at `open`.
+/// The end of the array or object whose opening bracket is at `open`: a word at a time, each
+/// word's brackets that are not inside strings counted at once (strings found by the parity
+/// of the quotes before each byte). Only a word with a closing bracket that may end the value
+/// looks at its brackets one by one; a backslash ends the word early.
 fn container_end(bytes: &[u8], open: usize) -> Result<usize, ScanError> {
     let mut depth = 0u32;
     let mut pos = open;
-    loop {
-        let at = structural(bytes, pos).ok_or(ScanError::Eof)?;
-        match bytes.get(at) {
-            Some(b'"') => {
-                pos = string_end(bytes, at)?;
-                continue;
-            }
-            Some(b'{' | b'[') => depth += 1,
-            _ => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    return Ok(at + 1);
-                }
-            }
-        }
-        pos = at + 1;
-    }
-}
-
-/// The first quote or bracket at or after `pos`.
-fn structural(bytes: &[u8], pos: usize) -> Option<usize> {
-    let mut at = pos;
-    while let Some(w) = swar::word(bytes, at) {
+    let mut in_string = false;
+    while let Some(w) = swar::word(bytes, pos) {
+        let backslashes = swar::eq(w, b'\\');
+        let quotes = swar::eq(w, b'"');
         // Setting bit 5 folds `[` onto `{` and `]` onto `}`, and nothing else onto either.
         let folded = w | swar::splat(0x20);
-        let found = swar::eq(w, b'"') | swar::eq(folded, b'{') | swar::eq(folded, b'}');
-        if found != 0 {
-            return Some(at + swar::first(found));
+        let (opening, closing) = (swar::eq(folded, b'{'), swar::eq(folded, b'}'));
+        // Indentation, numbers and the middle of strings: nothing to count.
+        if backslashes | quotes | opening | closing == 0 {
+            pos += 8;
+            continue;
         }
-        at += 8;
+        let before_backslash = swar::before_first(backslashes);
+        let strings = swar::prefix_parity(quotes & before_backslash) ^ if in_string { swar::HIGHS } else { 0 };
+        let outside = !strings & before_backslash;
+        let (opening, closing) = (opening & outside, closing & outside);
+        let closes = swar::count(closing);
+        if closes < depth {
+            depth = depth + swar::count(opening) - closes;
+        } else {
+            let mut marks = opening | closing;
+            while marks != 0 {
+                let bit = marks & marks.wrapping_neg();
+                if opening & bit != 0 {
+                    depth += 1;
+                } else {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        return Ok(pos + swar::first(bit) + 1);
+                    }
+                }
+                marks ^= bit;
+            }
+        }
+        if backslashes == 0 {
+            in_string = strings >> 63 != 0;
+            pos += 8;
+        } else {
+            // Inside a string a backslash escapes the next byte; outside one it is not JSON,
+            // and is stepped over like any other byte.
+            let at = swar::first(backslashes);
+            in_string = match at.checked_sub(1) {
+                None => in_string,
+                Some(prev) => strings & (0x80 << (8 * prev)) != 0,
+            };
+            pos += at + if in_string { 2 } else { 1 };
+        }
     }
-    let tail = bytes.get(at..)?;
-    tail.iter().position(|b| matches!(b, b'"' | b'{' | b'[' | b'}' | b']')).map(|i| at + i)
+    // The last few bytes, one at a time.
+    while let Some(&b) = bytes.get(pos) {
+        match (in_string, b) {
+            (true, b'\\') => pos += 1,
+            (true, b'"') => in_string = false,
+            (false, b'"') => in_string = true,
+            (false, b'{' | b'[') => depth += 1,
+            (false, b'}' | b']') => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Ok(pos + 1);
+                }
+            }
+            _ => {}
+        }
+        pos += 1;
+    }
+    Err(ScanError::Eof)
 }
 
 /// The end of the number or literal starting at `start`: the next delimiter.
@@ -358,6 +394,55 @@ mod tests {
         let mut keys = Vec::new();
         object(br#"{"t\u0073": 1, "ph": 2}"#, 0, |k, _| keys.push(k.into_owned())).expect("an object");
         assert_eq!(keys, [b"ts".to_vec(), b"ph".to_vec()]);
+    }
+
+    /// A container's end found a byte at a time: what the word-at-a-time search must agree with.
+    fn container_end_bytewise(bytes: &[u8]) -> Result<usize, ScanError> {
+        let (mut depth, mut in_string, mut escaped) = (0u32, false, false);
+        for (i, &b) in bytes.iter().enumerate() {
+            match (in_string, escaped, b) {
+                (true, true, _) => escaped = false,
+                (true, false, b'\\') => escaped = true,
+                (true, false, b'"') => in_string = false,
+                (false, _, b'"') => in_string = true,
+                (false, _, b'{' | b'[') => depth += 1,
+                (false, _, b'}' | b']') => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        return Ok(i + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Err(ScanError::Eof)
+    }
+
+    #[test]
+    fn containers_end_where_a_byte_at_a_time_search_ends_them() {
+        let cases = [
+            r#"[[32768, 32, 128], [32768, 32, 128], [23], [], [], [], []], "next": 1"#,
+            r#"["", "", "", "", "15139", "15139", "0.0", "True"]"#,
+            r#"{"a": "]]]}}}", "b": ["[", "{"], "c": {"d": [[[]]]}} tail ]"#,
+            r#"["quote \" ] inside", "backslash \\", "\\\"]\\", ["x"]] ]"#,
+            "[\n        [\n            512\n        ],\n        [],\n        []\n    ],\n",
+            r#"{"k": "a long name that runs over several words ] } [ {", "v": [1,2,3]}"#,
+            r#"[\"]"]"#,
+            "[]",
+            "{}",
+        ];
+        for case in cases {
+            let bytes = case.as_bytes();
+            // Every prefix (cut mid-value: incomplete) and every starting alignment.
+            for pad in 0..8 {
+                let padded = [" ".repeat(pad).as_bytes(), bytes].concat();
+                for cut in pad..=padded.len() {
+                    let text = padded.get(..cut).unwrap_or_default();
+                    let expected = container_end_bytewise(text.get(pad..).unwrap_or_default()).map(|e| e + pad);
+                    assert_eq!(container_end(text, pad), expected, "{case:?} padded {pad} cut at {cut}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -8,12 +8,12 @@
 
 use serde_json::value::RawValue;
 
-use super::events::{EventPlace, RawEvent, TraceBuilder};
+use super::events::{EventPlace, Interest, RawEvent, TraceBuilder};
 use super::json;
 use super::names::{NameCache, collective_op, is_attention, is_backend_collective, is_backward, rank_from_file_name};
 use super::numbers::{digits, to_nanos, to_u64};
 use super::timeline::{Piece, bucket, partition};
-use super::trace_event::RawText;
+use super::trace_event::{RawText, Str};
 use super::vec_bytes;
 use crate::diag::{DiagnosticSink, Severity};
 use crate::model::{Collective, CollectiveOp, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep};
@@ -613,6 +613,28 @@ fn interval(ev: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) ->
     Some((start, ev.end(start, place, diags)?))
 }
 
+impl Interest for KinetoBuilder {
+    fn ignores_complete(&self, category: &str) -> bool {
+        !is_read_category(category)
+    }
+
+    /// Only attention ops' shapes, kernels' and launches' correlations and collective names,
+    /// and threads' names are read: most of a trace recorded with shapes is the `args` of
+    /// other operators.
+    fn wants_args(&mut self, ev: &RawEvent<'_>) -> bool {
+        match (ev.ph.as_ref().map(Str::as_str), ev.cat.as_ref().map(Str::as_str)) {
+            (Some("X"), Some("user_annotation" | "gpu_user_annotation")) => false,
+            (Some("X"), Some("cpu_op" | "operator" | "Operator")) => ev.name.as_ref().is_none_or(|name| {
+                let named = self.names.get_or(name.as_str(), NameClass::of);
+                named.attention && !named.backward
+            }),
+            // Complete events of other categories, metadata, and events whose phase comes later.
+            (None | Some("X" | "M"), _) => true,
+            (Some(_), _) => false,
+        }
+    }
+}
+
 impl TraceBuilder for KinetoBuilder {
     fn held_bytes(&self) -> usize {
         [
@@ -656,10 +678,6 @@ impl TraceBuilder for KinetoBuilder {
             "baseTimeNanoseconds" => self.base_ns = to_nanos(value.get(), 1).unwrap_or(0),
             _ => self.host = serde_json::from_str::<String>(value.get()).ok(),
         }
-    }
-
-    fn ignores_complete(&self, category: &str) -> bool {
-        !is_read_category(category)
     }
 
     fn event(&mut self, ev: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> bool {

@@ -4,7 +4,8 @@
 //! (the same in wasm), exact: every mask marks precisely the bytes asked for.
 
 const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
+/// The high bit of every byte: a mask marking all eight.
+pub const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// The eight bytes at `pos` as one little-endian word (byte `pos` lowest); `None` when fewer
 /// than eight remain.
@@ -37,6 +38,26 @@ pub fn unmarked(mask: u64) -> u64 {
     !mask & HIGHS
 }
 
+/// How many bytes a mask marks (a multiply: `count_ones` is no instruction on baseline x86-64).
+pub fn count(mask: u64) -> u32 {
+    ((mask >> 7).wrapping_mul(ONES) >> 56) as u32
+}
+
+/// Marks every byte before the first one a mask marks (all of them when it marks none).
+pub fn before_first(mask: u64) -> u64 {
+    if mask == 0 { HIGHS } else { ((mask & mask.wrapping_neg()) - 1) & HIGHS }
+}
+
+/// Marks each byte at or after which a mask has marked an odd number of bytes: with quotes
+/// marked, the bytes inside strings (opening quote included, closing quote not).
+pub fn prefix_parity(mask: u64) -> u64 {
+    let mut parity = mask;
+    parity ^= parity << 8;
+    parity ^= parity << 16;
+    parity ^= parity << 32;
+    parity
+}
+
 /// The index (0–7) of the first byte marked in a non-zero mask.
 pub fn first(mask: u64) -> usize {
     (mask.trailing_zeros() / 8) as usize
@@ -67,6 +88,15 @@ mod tests {
             }
         }
         assert_eq!(first(eq(u64::from_le_bytes(*b"abc\"def\""), b'"')), 3);
+        let quotes = eq(u64::from_le_bytes(*br#"a"b"c"dd"#), b'"');
+        assert_eq!(count(quotes), 3);
+        assert_eq!(count(HIGHS), 8);
+        assert_eq!(count(0), 0);
+        // Inside the strings: from the first quote to before the second, from the third on.
+        assert_eq!(prefix_parity(quotes), (0x80 << 8) | (0x80 << 16) | (0x80 << 40) | (0x80 << 48) | (0x80 << 56));
+        assert_eq!(before_first(quotes), 0x80);
+        assert_eq!(before_first(0x80), 0);
+        assert_eq!(before_first(0), HIGHS);
         assert_eq!(word(b"1234567", 0), None);
         assert_eq!(word(b"12345678", 0), Some(u64::from_le_bytes(*b"12345678")));
         assert_eq!(word(b"12345678", usize::MAX), None);

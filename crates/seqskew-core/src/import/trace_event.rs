@@ -143,6 +143,29 @@ impl<'a> RawArgs<'a> {
     }
 }
 
+/// What a reader wants of the events, asked while each is read, so that what it does not
+/// want is skipped unread (most of a real trace is `args` nobody reads).
+pub trait Interest {
+    /// Whether every complete event (`"ph": "X"`) of this category would be ignored, whatever
+    /// else it holds: the rest of it is then skipped (most of a trace recorded with Python
+    /// stacks is `python_function` events).
+    fn ignores_complete(&self, category: &str) -> bool;
+    /// Whether the event's `args` are read, knowing only the fields before them: answer true
+    /// unless those settle it (profilers write `ph`, `cat` and `name` first).
+    fn wants_args(&mut self, _event: &RawEvent<'_>) -> bool {
+        true
+    }
+}
+
+/// Every event, whole.
+struct Everything;
+
+impl Interest for Everything {
+    fn ignores_complete(&self, _: &str) -> bool {
+        false
+    }
+}
+
 /// What [`RawEvent::read`] did with the event, and the bytes it takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Read {
@@ -169,16 +192,17 @@ impl<'a> RawEvent<'a> {
     /// keep that has control characters or invalid UTF-8 makes the event `Invalid`.
     pub fn parse(bytes: &'a [u8]) -> Result<(Self, usize), ScanError> {
         let mut ev = RawEvent::default();
-        match ev.read(bytes, |_| false)? {
+        match ev.read(bytes, &mut Everything)? {
             Read::Event(used) | Read::Ignored(used) => Ok((ev, used)),
         }
     }
 
     /// [`parse`](Self::parse) into a default event, in place: the hot path, where moving the
     /// large struct out of a function per event cost as much as reading a field. A complete
-    /// event whose category `ignored` names (read after `"ph": "X"`, as profilers write them)
-    /// is skipped to its end unread, and not checked further.
-    pub fn read(&mut self, bytes: &'a [u8], ignored: impl Fn(&str) -> bool) -> Result<Read, ScanError> {
+    /// event of a category the `interest` ignores (read after `"ph": "X"`, as profilers write
+    /// them) is skipped to its end unread, and not checked further; so are `args` it does not
+    /// want.
+    pub fn read(&mut self, bytes: &'a [u8], interest: &mut impl Interest) -> Result<Read, ScanError> {
         let ev = self;
         let mut bad = None;
         let mut skip = false;
@@ -190,6 +214,9 @@ impl<'a> RawEvent<'a> {
             };
             // `args` is read in the same pass that finds its end.
             if key.as_ref() == b"args" {
+                if !interest.wants_args(ev) {
+                    return json::value_end(bytes, start);
+                }
                 let (args, end) = RawArgs::scan_into(&mut ev.args, bytes, start)?;
                 keep(args);
                 return Ok(end);
@@ -202,7 +229,7 @@ impl<'a> RawEvent<'a> {
                 b"name" => keep(string(value).map(|s| ev.name = s)),
                 b"cat" => {
                     keep(string(value).map(|s| ev.cat = s));
-                    if ev.phase() == "X" && ignored(ev.cat()) {
+                    if ev.phase() == "X" && interest.ignores_complete(ev.cat()) {
                         skip = true;
                         return Err(ScanError::Invalid("ignored"));
                     }
