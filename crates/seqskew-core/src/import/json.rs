@@ -321,6 +321,32 @@ pub fn string(raw: &[u8]) -> Result<Cow<'_, str>, &'static str> {
     }
 }
 
+/// The value at `bytes[start]` as a string ([`string`]), and where the value ends: a short
+/// string without escapes is found and checked in one pass (a kept name, category or phase),
+/// anything else the usual way.
+pub fn string_at(bytes: &[u8], start: usize) -> Result<(Result<Cow<'_, str>, &'static str>, usize), ScanError> {
+    let mut at = start + 1;
+    if bytes.get(start) == Some(&b'"') {
+        for _ in 0..SHORT_STRING_WORDS * 4 {
+            let Some(w) = swar::word(bytes, at) else { break };
+            let stop = swar::eq(w, b'"') | swar::eq(w, b'\\') | swar::below(w, 0x20);
+            if stop == 0 {
+                at += 8;
+                continue;
+            }
+            let close = at + swar::first(stop);
+            if bytes.get(close) != Some(&b'"') {
+                break;
+            }
+            let inner = bytes.get(start + 1..close).unwrap_or_default();
+            let text = std::str::from_utf8(inner).map(Cow::Borrowed).map_err(|_| "invalid UTF-8 in a string");
+            return Ok((text, close + 1));
+        }
+    }
+    let end = value_end(bytes, start)?;
+    Ok((string(bytes.get(start..end).unwrap_or_default()), end))
+}
+
 /// Whether `text` has a control character or a backslash: a word at a time (names are long).
 fn has_control_or_backslash(text: &[u8]) -> bool {
     let mut at = 0;
@@ -441,6 +467,30 @@ mod tests {
                     let expected = container_end_bytewise(text.get(pad..).unwrap_or_default()).map(|e| e + pad);
                     assert_eq!(container_end(text, pad), expected, "{case:?} padded {pad} cut at {cut}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn strings_at_a_place_read_as_strings_and_their_ends_do() {
+        let long = format!("\"{}\"", "a".repeat(200));
+        let cases: [&[u8]; 10] = [
+            br#""aten::mm", "next""#,
+            br#""", 1"#,
+            br#""a\"b\u00e9" x"#,
+            b"\"tab\there\" x",
+            b"\"bad \xff utf-8\" x",
+            long.as_bytes(),
+            b"12, 3",
+            b"{\"a\": 1}",
+            br#""cut mid-stri"#,
+            br#""exactly eight b""#,
+        ];
+        for case in cases {
+            for cut in 0..=case.len() {
+                let text = case.get(..cut).unwrap_or_default();
+                let usual = value_end(text, 0).map(|end| (string(text.get(..end).unwrap_or_default()), end));
+                assert_eq!(string_at(text, 0), usual, "{} cut at {cut}", String::from_utf8_lossy(case));
             }
         }
     }

@@ -352,18 +352,29 @@ impl KinetoBuilder {
         let mut launches = self.launches.clone();
         launches.sort_unstable();
         let cpu_windows: Vec<(Nanos, Nanos)> = cpu.iter().map(|s| (s.start, s.end)).collect();
-        let step_of = |t: Nanos| -> Option<usize> {
-            let i = cpu_windows.partition_point(|w| w.1 <= t);
+        // Kernels come mostly in launch order: each search first tries just after the last hit.
+        let mut last_step = 0;
+        let mut step_of = |t: Nanos| -> Option<usize> {
+            let i = match cpu_windows.get(last_step) {
+                Some(w) if w.0 <= t && t < w.1 => last_step,
+                _ => cpu_windows.partition_point(|w| w.1 <= t),
+            };
+            last_step = i;
             cpu_windows.get(i).filter(|w| w.0 <= t).map(|_| i)
+        };
+        let mut next_launch = 0;
+        let mut launch_of = |correlation: u64| -> Option<Nanos> {
+            let i = match launches.get(next_launch) {
+                Some(l) if l.0 == correlation => next_launch,
+                _ => launches.binary_search_by_key(&correlation, |l| l.0).ok()?,
+            };
+            next_launch = i + 1;
+            launches.get(i).map(|l| l.1)
         };
         let mut gpu_end: Vec<Option<Nanos>> = vec![None; cpu.len()];
         let mut owner: Vec<Option<usize>> = Vec::with_capacity(self.kernels.len());
         for k in &self.kernels {
-            let launch = k
-                .correlation
-                .and_then(|c| launches.binary_search_by_key(&c, |l| l.0).ok())
-                .and_then(|i| launches.get(i))
-                .map(|l| l.1);
+            let launch = k.correlation.and_then(&mut launch_of);
             let step = step_of(launch.unwrap_or(k.start));
             if let Some(e) = step.and_then(|i| gpu_end.get_mut(i)) {
                 *e = Some(e.map_or(k.end, |v| v.max(k.end)));

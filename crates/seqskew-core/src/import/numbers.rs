@@ -97,20 +97,28 @@ fn plain_decimal(raw: &[u8], unit_ns: i64) -> Option<Nanos> {
         }
         whole = whole.checked_mul(10)?.checked_add(digit(b)?)?;
     }
-    let (mut fraction, mut denominator) = (0u64, 1u64);
+    // The fraction in billionths: 10⁹ is then the one denominator, and dividing by a constant
+    // is a multiplication (a division by a variable cost as much as reading the digits).
+    let (mut fraction, mut decimals) = (0u64, 0usize);
     if dot {
         for &b in bytes {
-            if denominator == 1_000_000_000 {
+            if decimals == 9 {
                 return None;
             }
             fraction = fraction * 10 + digit(b)?;
-            denominator *= 10;
+            decimals += 1;
         }
     }
+    let fraction = fraction * TO_BILLIONTHS.get(decimals)?;
     // fraction < 10⁹ and unit ≤ 10⁹: no overflow; rounded to the nearest nanosecond.
-    let ns = whole.checked_mul(unit)?.checked_add((fraction * unit * 2 + denominator) / (2 * denominator))?;
+    let ns = whole.checked_mul(unit)?.checked_add((fraction * unit * 2 + BILLION) / (2 * BILLION))?;
     i64::try_from(ns).ok()
 }
+
+const BILLION: u64 = 1_000_000_000;
+
+/// What a fraction of `i` decimals is multiplied by to count billionths (up to nine decimals).
+const TO_BILLIONTHS: [u64; 10] = [BILLION, 100_000_000, 10_000_000, 1_000_000, 100_000, 10_000, 1_000, 100, 10, 1];
 
 fn float_to_nanos(text: &[u8], unit_ns: i64) -> Result<Nanos, NumberProblem> {
     let v: f64 = std::str::from_utf8(text).ok().and_then(|t| t.parse().ok()).ok_or(NumberProblem::NotANumber)?;

@@ -221,25 +221,35 @@ impl<'a> RawEvent<'a> {
                 keep(args);
                 return Ok(end);
             }
-            let end = json::value_end(bytes, start)?;
-            let value = bytes.get(start..end).unwrap_or_default();
-            let string = |v: &'a [u8]| json::string(v).map(|s| Some(Str(s)));
-            match key.as_ref() {
-                b"ph" => keep(string(value).map(|s| ev.ph = s)),
-                b"name" => keep(string(value).map(|s| ev.name = s)),
+            // Kept strings are found and checked in one pass.
+            let string = |field: &mut Option<Str<'a>>| {
+                json::string_at(bytes, start).map(|(text, end)| (text.map(|t| *field = Some(Str(t))), end))
+            };
+            let (kept, end) = match key.as_ref() {
+                b"ph" => string(&mut ev.ph)?,
+                b"name" => string(&mut ev.name)?,
                 b"cat" => {
-                    keep(string(value).map(|s| ev.cat = s));
+                    let (kept, end) = string(&mut ev.cat)?;
                     if ev.phase() == "X" && interest.ignores_complete(ev.cat()) {
                         skip = true;
                         return Err(ScanError::Invalid("ignored"));
                     }
+                    (kept, end)
                 }
-                b"pid" => keep(Id::of(value).map(|i| ev.pid = i)),
-                b"tid" => keep(Id::of(value).map(|i| ev.tid = i)),
-                b"ts" => ev.ts = Some(RawText(value)),
-                b"dur" => ev.dur = Some(RawText(value)),
-                _ => {}
-            }
+                key => {
+                    let end = json::value_end(bytes, start)?;
+                    let value = bytes.get(start..end).unwrap_or_default();
+                    match key {
+                        b"pid" => keep(Id::of(value).map(|i| ev.pid = i)),
+                        b"tid" => keep(Id::of(value).map(|i| ev.tid = i)),
+                        b"ts" => ev.ts = Some(RawText(value)),
+                        b"dur" => ev.dur = Some(RawText(value)),
+                        _ => {}
+                    }
+                    (Ok(()), end)
+                }
+            };
+            keep(kept);
             Ok(end)
         });
         if skip {
