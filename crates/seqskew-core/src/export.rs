@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use crate::import::STEPLOG_VERSION;
-use crate::model::{CollectiveOp, Job, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep};
+use crate::model::{Job, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep};
 
 /// Exact decimal seconds from nanoseconds: `1.500000000`.
 fn seconds(ns: Nanos) -> String {
@@ -35,12 +35,7 @@ fn step_fields(w: &Worker, s: &WorkerStep) -> Vec<(&'static str, String)> {
             f.push((name, seconds(t.get(kind))));
         }
     }
-    let p2p: Nanos = s
-        .collectives
-        .iter()
-        .filter(|c| matches!(c.op, CollectiveOp::Send | CollectiveOp::Recv))
-        .map(|c| c.end - c.start)
-        .sum();
+    let p2p = s.p2p_time();
     if p2p > 0 {
         f.push(("p2p_s", seconds(p2p)));
     }

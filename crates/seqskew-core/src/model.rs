@@ -61,6 +61,17 @@ pub struct WorkerStep {
     pub sequences: Sequences,
 }
 
+impl WorkerStep {
+    /// Time in pipeline send/recv calls, summed over the calls: waiting for the neighbouring
+    /// stage, which the replay schedules, rather than a collective of the data-parallel group.
+    pub fn p2p_time(&self) -> Nanos {
+        self.collectives
+            .iter()
+            .filter(|c| matches!(c.op, CollectiveOp::Send | CollectiveOp::Recv))
+            .fold(0, |sum: Nanos, c| sum.saturating_add(c.end.saturating_sub(c.start)))
+    }
+}
+
 /// What a stretch of a worker's time was spent on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

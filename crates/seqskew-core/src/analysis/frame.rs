@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use crate::model::{CollectiveOp, Job, Nanos, SequenceKnowledge, Sequences, SpanKind, WorkerStep};
+use crate::model::{Job, Nanos, SequenceKnowledge, Sequences, SpanKind, WorkerStep};
 
 /// A worker's place in the job.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -216,13 +216,7 @@ fn rows(job: &Job, steps: &[u64]) -> (Vec<Vec<Option<Cell>>>, Vec<MicroBatchCell
 fn cell_of(s: &WorkerStep, source: (u32, u32), micro_batches: &mut Vec<MicroBatchCell>) -> Cell {
     let t = &s.totals;
     let communication = t.communication();
-    let p2p = s
-        .collectives
-        .iter()
-        .filter(|c| matches!(c.op, CollectiveOp::Send | CollectiveOp::Recv))
-        .map(|c| c.end - c.start)
-        .sum::<Nanos>()
-        .min(communication);
+    let p2p = s.p2p_time().min(communication);
     Cell {
         duration: s.duration,
         compute: t.get(SpanKind::Compute) + t.get(SpanKind::Attention),
