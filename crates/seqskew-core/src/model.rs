@@ -67,7 +67,7 @@ impl WorkerStep {
     pub fn p2p_time(&self) -> Nanos {
         self.collectives
             .iter()
-            .filter(|c| matches!(c.op, CollectiveOp::Send | CollectiveOp::Recv))
+            .filter(|c| c.op.is_point_to_point())
             .fold(0, |sum: Nanos, c| sum.saturating_add(c.end.saturating_sub(c.start)))
     }
 }
@@ -209,6 +209,13 @@ pub enum CollectiveOp {
     Send,
     Recv,
     Other,
+}
+
+impl CollectiveOp {
+    /// Pipeline send/recv: a transfer between neighbouring stages, not a collective of a group.
+    pub fn is_point_to_point(self) -> bool {
+        matches!(self, CollectiveOp::Send | CollectiveOp::Recv)
+    }
 }
 
 /// How much the input revealed about sequence lengths.

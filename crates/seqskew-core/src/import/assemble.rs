@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::FileImport;
 use crate::diag::{Diagnostic, Severity};
-use crate::model::{CollectiveOp, Job, Nanos, Worker};
+use crate::model::{Job, Nanos, Worker};
 
 /// The job and what was found while putting it together.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -159,7 +159,7 @@ pub fn measure_transfers(workers: &mut [Worker]) {
                 continue;
             }
             durations.entry(s.step).or_default().push(s.duration);
-            let own = s.collectives.iter().filter(|c| !matches!(c.op, CollectiveOp::Send | CollectiveOp::Recv));
+            let own = s.collectives.iter().filter(|c| !c.op.is_point_to_point());
             let ordinals = by_step.entry(s.step).or_default();
             for (k, c) in own.enumerate() {
                 if ordinals.len() <= k {
