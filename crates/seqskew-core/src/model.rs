@@ -377,11 +377,6 @@ impl Job {
         steps
     }
 
-    /// The best sequence knowledge any worker-step has.
-    pub fn sequence_knowledge(&self) -> SequenceKnowledge {
-        self.workers.iter().flat_map(|w| w.steps.iter().map(|s| s.sequences.knowledge)).max().unwrap_or_default()
-    }
-
     /// Number of distinct values of a coordinate (1 when unknown).
     pub fn group_size(&self, coord: impl Fn(&Coords) -> Option<u32>) -> u32 {
         let mut values: Vec<u32> = self.workers.iter().filter_map(|w| coord(&w.coords)).collect();

@@ -1,9 +1,15 @@
 //! The job as a worker × step table of the numbers the diagnosis uses, with the parallel
 //! layout (data-parallel rank, pipeline stage) each worker holds.
+//!
+//! The table is kept column by column, step-major (the cell of step `s` and worker `w` is entry
+//! `s × workers + w` of each column): a large job has millions of cells, every page of a new
+//! table costs a page fault, and most passes read a few of the numbers. [`Cell`] is a copy of
+//! one cell's numbers for code that wants them together.
 
 use std::ops::Range;
 
-use crate::model::{Job, Nanos, SequenceKnowledge, Sequences, SpanKind, WorkerStep};
+use super::par;
+use crate::model::{Job, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep};
 
 /// A worker's place in the job.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,7 +54,7 @@ impl SeqFeatures {
 }
 
 /// One worker's numbers in one step.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Cell {
     pub duration: Nanos,
     /// Compute and attention (the work that depends on the data).
@@ -66,11 +72,33 @@ pub struct Cell {
     pub stall: Nanos,
     pub other: Nanos,
     pub seq: SeqFeatures,
-    /// Its micro-batches, in order, as a range of [`Frame::micro_batches`] (empty when unknown):
-    /// one list for the job, not one allocation per cell, as a large job has millions of cells.
-    pub micro_batches: Range<u32>,
-    /// Where the worker-step is in the job: (worker index, step index within the worker).
-    pub source: (u32, u32),
+    /// Its micro-batches, in order (see [`Frame::micro_batches_of`]; empty when unknown).
+    pub micro_batches: MicroBatchRange,
+}
+
+impl Cell {
+    /// The worker's own work: what it computed and where it stalled (everything but waiting).
+    pub fn work(&self) -> Nanos {
+        self.compute + self.optimizer + self.stall + self.other
+    }
+}
+
+/// Where a cell's micro-batches are in the table's micro-batch columns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MicroBatchRange {
+    part: u32,
+    start: u32,
+    end: u32,
+}
+
+impl MicroBatchRange {
+    pub fn len(&self) -> usize {
+        self.end.saturating_sub(self.start) as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// One micro-batch of a worker-step.
@@ -89,11 +117,289 @@ impl MicroBatchCell {
     }
 }
 
-impl Cell {
-    /// The worker's own work: what it computed and where it stalled (everything but waiting).
-    pub fn work(&self) -> Nanos {
-        self.compute + self.optimizer + self.stall + self.other
+/// A column's entries `range` (none where out of bounds).
+fn run<'a, T>(column: &'a [T], range: &Range<usize>) -> &'a [T] {
+    column.get(range.clone()).unwrap_or_default()
+}
+
+/// Sequence features, column by column (of cells, or of micro-batches).
+#[derive(Clone, Debug, Default)]
+struct SeqColumns {
+    known: Vec<bool>,
+    documents: Vec<f64>,
+    tokens: Vec<f64>,
+    max_len: Vec<u32>,
+    sum_sq: Vec<f64>,
+    /// Only where it differs from Σ L² (varlen bounds, [`use_attention_for_bounds`]); else empty.
+    quadratic: Vec<f64>,
+}
+
+impl SeqColumns {
+    fn with_capacity(n: usize) -> Self {
+        SeqColumns {
+            known: Vec::with_capacity(n),
+            documents: Vec::with_capacity(n),
+            tokens: Vec::with_capacity(n),
+            max_len: Vec::with_capacity(n),
+            sum_sq: Vec::with_capacity(n),
+            quadratic: Vec::new(),
+        }
     }
+
+    fn push(&mut self, s: Option<&Sequences>) {
+        let s = s.filter(|s| s.is_known());
+        self.known.push(s.is_some());
+        self.documents.push(s.map_or(0.0, |s| s.documents as f64));
+        self.tokens.push(s.map_or(0.0, |s| s.tokens as f64));
+        self.max_len.push(s.map_or(0, |s| s.max_len));
+        self.sum_sq.push(s.map_or(0.0, Sequences::sum_sq_estimate));
+    }
+
+    /// Entries `range` (empty where out of bounds).
+    fn slice(&self, range: Range<usize>) -> SeqSlice<'_> {
+        SeqSlice {
+            known: run(&self.known, &range),
+            documents: run(&self.documents, &range),
+            tokens: run(&self.tokens, &range),
+            max_len: run(&self.max_len, &range),
+            sum_sq: run(&self.sum_sq, &range),
+            quadratic: run(&self.quadratic, &range),
+        }
+    }
+}
+
+/// A run of [`SeqColumns`]' entries.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SeqSlice<'a> {
+    known: &'a [bool],
+    documents: &'a [f64],
+    tokens: &'a [f64],
+    max_len: &'a [u32],
+    sum_sq: &'a [f64],
+    quadratic: &'a [f64],
+}
+
+impl SeqSlice<'_> {
+    pub fn known(&self, i: usize) -> bool {
+        self.known.get(i).copied().unwrap_or(false)
+    }
+
+    pub fn get(&self, i: usize) -> SeqFeatures {
+        let sum_sq = self.sum_sq.get(i).copied().unwrap_or(0.0);
+        SeqFeatures {
+            known: self.known(i),
+            documents: self.documents.get(i).copied().unwrap_or(0.0),
+            tokens: self.tokens.get(i).copied().unwrap_or(0.0),
+            max_len: f64::from(self.max_len.get(i).copied().unwrap_or(0)),
+            sum_sq,
+            quadratic: self.quadratic.get(i).copied().unwrap_or(sum_sq),
+        }
+    }
+}
+
+/// The cells' numbers, column by column.
+#[derive(Clone, Debug, Default)]
+struct CellColumns {
+    present: Vec<bool>,
+    duration: Vec<Nanos>,
+    compute: Vec<Nanos>,
+    attention: Vec<Nanos>,
+    optimizer: Vec<Nanos>,
+    collectives: Vec<Nanos>,
+    transfer: Vec<Option<Nanos>>,
+    stall: Vec<Nanos>,
+    other: Vec<Nanos>,
+    seq: SeqColumns,
+    /// Where each cell's micro-batches start; one more entry than cells (the last one's end).
+    micro_batch_start: Vec<u32>,
+}
+
+impl CellColumns {
+    fn with_capacity(n: usize) -> Self {
+        CellColumns {
+            present: Vec::with_capacity(n),
+            duration: Vec::with_capacity(n),
+            compute: Vec::with_capacity(n),
+            attention: Vec::with_capacity(n),
+            optimizer: Vec::with_capacity(n),
+            collectives: Vec::with_capacity(n),
+            transfer: Vec::with_capacity(n),
+            stall: Vec::with_capacity(n),
+            other: Vec::with_capacity(n),
+            seq: SeqColumns::with_capacity(n),
+            micro_batch_start: Vec::with_capacity(n + 1),
+        }
+    }
+
+    /// Appends one worker's cell of a step (`None` where it lacks the step), whose pipeline
+    /// send/recv time is `p2p` and whose micro-batches start at `micro_batch_start`.
+    fn push(&mut self, s: Option<&WorkerStep>, p2p: Nanos, micro_batch_start: u32) {
+        self.micro_batch_start.push(micro_batch_start);
+        self.present.push(s.is_some());
+        self.seq.push(s.map(|s| &s.sequences));
+        let Some(s) = s else {
+            for column in [&mut self.duration, &mut self.compute, &mut self.attention, &mut self.optimizer] {
+                column.push(0);
+            }
+            for column in [&mut self.collectives, &mut self.stall, &mut self.other] {
+                column.push(0);
+            }
+            self.transfer.push(None);
+            return;
+        };
+        let t = &s.totals;
+        let communication = t.communication();
+        self.duration.push(s.duration);
+        self.compute.push(t.get(SpanKind::Compute) + t.get(SpanKind::Attention));
+        self.attention.push(s.sequences.attention.unwrap_or_else(|| t.get(SpanKind::Attention)));
+        self.optimizer.push(t.get(SpanKind::Optimizer));
+        self.collectives.push(communication - p2p.min(communication));
+        self.transfer.push(s.transfer.map(|x| x.min(communication)));
+        self.stall.push(t.get(SpanKind::HostStall) + t.get(SpanKind::DataLoading));
+        self.other.push(t.get(SpanKind::Other));
+    }
+
+    /// Cells `range`, of part `part`.
+    fn rows(&self, part: u32, range: Range<usize>) -> Row<'_> {
+        Row {
+            part,
+            present: run(&self.present, &range),
+            duration: run(&self.duration, &range),
+            compute: run(&self.compute, &range),
+            attention: run(&self.attention, &range),
+            optimizer: run(&self.optimizer, &range),
+            collectives: run(&self.collectives, &range),
+            transfer: run(&self.transfer, &range),
+            stall: run(&self.stall, &range),
+            other: run(&self.other, &range),
+            seq: self.seq.slice(range.clone()),
+            micro_batch_start: run(&self.micro_batch_start, &(range.start..range.end + 1)),
+        }
+    }
+}
+
+/// A run of cells (one step's, or a part's), column by column: each column has an entry per
+/// cell, meaningless where the cell is not `present`. Passes over many cells read the columns
+/// they need; [`Row::cell`] copies out all of one cell's numbers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Row<'a> {
+    part: u32,
+    pub present: &'a [bool],
+    pub duration: &'a [Nanos],
+    pub compute: &'a [Nanos],
+    pub attention: &'a [Nanos],
+    pub optimizer: &'a [Nanos],
+    pub collectives: &'a [Nanos],
+    pub transfer: &'a [Option<Nanos>],
+    pub stall: &'a [Nanos],
+    pub other: &'a [Nanos],
+    pub seq: SeqSlice<'a>,
+    /// One more entry than cells.
+    micro_batch_start: &'a [u32],
+}
+
+impl Row<'_> {
+    pub fn len(&self) -> usize {
+        self.present.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.present.is_empty()
+    }
+
+    /// Cell `i`'s work ([`Cell::work`]), where present.
+    pub fn work(&self, i: usize) -> Option<Nanos> {
+        let at = |column: &[Nanos]| column.get(i).copied().unwrap_or(0);
+        self.present
+            .get(i)
+            .copied()
+            .unwrap_or(false)
+            .then(|| at(self.compute) + at(self.optimizer) + at(self.stall) + at(self.other))
+    }
+
+    /// Cell `i`'s works, in order.
+    pub fn works(&self) -> impl Iterator<Item = Option<Nanos>> + '_ {
+        (0..self.len()).map(|i| self.work(i))
+    }
+
+    pub fn cell(&self, i: usize) -> Option<Cell> {
+        if !self.present.get(i).copied().unwrap_or(false) {
+            return None;
+        }
+        let at = |column: &[Nanos]| column.get(i).copied().unwrap_or(0);
+        Some(Cell {
+            duration: at(self.duration),
+            compute: at(self.compute),
+            attention: at(self.attention),
+            optimizer: at(self.optimizer),
+            collectives: at(self.collectives),
+            transfer: self.transfer.get(i).copied().flatten(),
+            stall: at(self.stall),
+            other: at(self.other),
+            seq: self.seq.get(i),
+            micro_batches: self.micro_batches(i),
+        })
+    }
+
+    /// Where cell `i`'s micro-batches are (see [`Frame::micro_batches_in`]).
+    pub fn micro_batches(&self, i: usize) -> MicroBatchRange {
+        let start = self.micro_batch_start.get(i).copied().unwrap_or(0);
+        MicroBatchRange { part: self.part, start, end: self.micro_batch_start.get(i + 1).copied().unwrap_or(start) }
+    }
+
+    /// The present cells, with their indices, in order.
+    pub fn cells(&self) -> impl Iterator<Item = (usize, Cell)> + '_ {
+        (0..self.len()).filter_map(|i| Some((i, self.cell(i)?)))
+    }
+}
+
+/// The micro-batches' numbers, column by column.
+#[derive(Clone, Debug, Default)]
+struct MicroBatchColumns {
+    forward: Vec<Nanos>,
+    backward: Vec<Nanos>,
+    attention: Vec<Option<Nanos>>,
+    seq: SeqColumns,
+}
+
+impl MicroBatchColumns {
+    fn with_capacity(n: usize) -> Self {
+        MicroBatchColumns {
+            forward: Vec::with_capacity(n),
+            backward: Vec::with_capacity(n),
+            attention: Vec::with_capacity(n),
+            seq: SeqColumns::with_capacity(n),
+        }
+    }
+
+    fn len(&self) -> u32 {
+        u32::try_from(self.forward.len()).unwrap_or(u32::MAX)
+    }
+
+    fn push(&mut self, forward: Nanos, backward: Nanos, sequences: &Sequences) {
+        self.forward.push(forward);
+        self.backward.push(backward);
+        self.attention.push(sequences.attention);
+        self.seq.push(Some(sequences));
+    }
+
+    fn get(&self, i: usize) -> MicroBatchCell {
+        MicroBatchCell {
+            forward: self.forward.get(i).copied().unwrap_or(0),
+            backward: self.backward.get(i).copied().unwrap_or(0),
+            seq: self.seq.slice(i..i + 1).get(0),
+            attention: self.attention.get(i).copied().flatten(),
+        }
+    }
+}
+
+/// The cells of a range of steps, column by column: the table is built in parts, one per core.
+#[derive(Clone, Debug, Default)]
+struct Part {
+    /// Index of its first step.
+    first_step: usize,
+    cells: CellColumns,
+    micro_batches: MicroBatchColumns,
 }
 
 /// The job as a table.
@@ -105,35 +411,57 @@ pub struct Frame {
     pub slots: Vec<Slot>,
     pub stages: usize,
     pub dp_size: usize,
-    /// `cells[step][worker]`; `None` where a worker lacks a step.
-    pub cells: Vec<Vec<Option<Cell>>>,
-    /// Every cell's micro-batches (see [`Frame::micro_batches_of`]).
-    pub micro_batches: Vec<MicroBatchCell>,
     pub knowledge: SequenceKnowledge,
+    /// Whether any cell's sequences are known.
+    pub lengths_known: bool,
+    /// In step order.
+    parts: Vec<Part>,
 }
 
 impl Frame {
-    pub fn cell(&self, step: usize, worker: usize) -> Option<&Cell> {
-        self.cells.get(step).and_then(|row| row.get(worker)).and_then(Option::as_ref)
+    /// One step's cells, column by column (empty for a step out of range).
+    pub fn row(&self, step: usize) -> Row<'_> {
+        let width = self.slots.len();
+        let found = self.parts.partition_point(|p| p.first_step <= step).checked_sub(1).and_then(|k| {
+            let part = self.parts.get(k)?;
+            let first = step.checked_sub(part.first_step)?.checked_mul(width)?;
+            (first < part.cells.present.len()).then(|| part.cells.rows(k as u32, first..first + width))
+        });
+        found.unwrap_or_default()
+    }
+
+    /// The cell of a step and worker; `None` where the worker lacks the step.
+    pub fn cell(&self, step: usize, worker: usize) -> Option<Cell> {
+        self.row(step).cell(worker)
     }
 
     /// The cells of one step, with their worker indices, in worker order.
-    pub fn step_cells(&self, step: usize) -> impl Iterator<Item = (usize, &Cell)> {
-        self.cells
-            .get(step)
-            .into_iter()
-            .flat_map(|row| row.iter().enumerate().filter_map(|(w, c)| Some((w, c.as_ref()?))))
+    pub fn step_cells(&self, step: usize) -> impl Iterator<Item = (usize, Cell)> + '_ {
+        let row = self.row(step);
+        (0..row.len()).filter_map(move |w| Some((w, row.cell(w)?)))
+    }
+
+    /// Every cell, step by step, each step's in worker order.
+    pub fn cells(&self) -> impl Iterator<Item = Cell> + Clone + '_ {
+        self.parts.iter().zip(0u32..).flat_map(|(part, k)| {
+            let all = part.cells.rows(k, 0..part.cells.present.len());
+            (0..all.len()).filter_map(move |i| all.cell(i))
+        })
     }
 
     /// A cell's micro-batches, in order.
-    pub fn micro_batches_of(&self, cell: &Cell) -> &[MicroBatchCell] {
-        let Range { start, end } = cell.micro_batches;
-        self.micro_batches.get(start as usize..end as usize).unwrap_or_default()
+    pub fn micro_batches_of(&self, cell: &Cell) -> impl ExactSizeIterator<Item = MicroBatchCell> + Clone + use<'_> {
+        self.micro_batches_in(cell.micro_batches)
     }
 
-    /// Does any micro-batch carry timing?
-    pub fn has_micro_batches(&self) -> bool {
-        self.cells.iter().flatten().flatten().any(|c| c.micro_batches.len() > 1)
+    /// The micro-batches in a range, in order.
+    pub fn micro_batches_in(
+        &self,
+        range: MicroBatchRange,
+    ) -> impl ExactSizeIterator<Item = MicroBatchCell> + Clone + '_ {
+        let MicroBatchRange { part, start, end } = range;
+        let columns = self.parts.get(part as usize).map(|p| &p.micro_batches);
+        (start as usize..end.max(start) as usize).map(move |i| columns.map(|c| c.get(i)).unwrap_or_default())
     }
 }
 
@@ -174,96 +502,149 @@ pub fn build(job: &Job) -> Frame {
         slots.push(Slot { rank: w.rank, dp, stage, label });
     }
     let steps = job.steps();
-    let knowledge = job.sequence_knowledge();
-    let (mut cells, mut micro_batches) = rows(job, &steps);
+    let width = job.workers.len();
+    // Ranges of steps on every core (building the table mostly waits on memory): each part is
+    // sized, then allocated here, then filled.
+    let mut plans: Vec<(Range<usize>, SequenceKnowledge, usize)> = par::ranges(steps.len(), par::min_rows(width))
+        .into_iter()
+        .map(|range| (range, SequenceKnowledge::default(), 0))
+        .collect();
+    par::each_mut(&mut plans, |_, (range, knowledge, micro_batches)| {
+        (*knowledge, *micro_batches) = size(job, &steps, range.clone());
+    });
+    let mut parts: Vec<(Range<usize>, SequenceKnowledge, Part)> = plans
+        .into_iter()
+        .map(|(range, knowledge, micro_batches)| {
+            let part = Part {
+                first_step: range.start,
+                cells: CellColumns::with_capacity(range.len().saturating_mul(width)),
+                micro_batches: MicroBatchColumns::with_capacity(micro_batches),
+            };
+            (range, knowledge, part)
+        })
+        .collect();
+    par::each_mut(&mut parts, |_, (range, _, part)| fill(job, &steps, range.clone(), part));
+    let knowledge = parts.iter().map(|(_, k, _)| *k).max().unwrap_or_default();
+    let mut parts: Vec<Part> = parts.into_iter().map(|(_, _, part)| part).collect();
     if knowledge == SequenceKnowledge::VarlenBounds {
-        use_attention_for_bounds(&mut cells, &mut micro_batches);
+        use_attention_for_bounds(&mut parts, width);
     }
     let stages = slots.iter().map(|s| s.stage + 1).max().unwrap_or(1);
     let dp_size = slots.iter().map(|s| s.dp + 1).max().unwrap_or(1);
-    Frame { steps, slots, stages, dp_size, cells, micro_batches, knowledge }
+    let lengths_known = parts.iter().any(|p| p.cells.seq.known.contains(&true));
+    Frame { steps, slots, stages, dp_size, knowledge, lengths_known, parts }
 }
 
-/// The rows of `steps` (all the job's, sorted), and their cells' micro-batches, which the
-/// cells' ranges index.
-fn rows(job: &Job, steps: &[u64]) -> (Vec<Vec<Option<Cell>>>, Vec<MicroBatchCell>) {
-    // Step by step, as the diagnosis reads the table: each row and the micro-batches of its
-    // cells are then laid out in the order every later pass visits them. Each worker's steps
-    // are sorted (the model's invariant), so one cursor per worker finds its cell for a row.
-    let mut next_step = vec![0usize; job.workers.len()];
-    let mut cells: Vec<Vec<Option<Cell>>> = Vec::with_capacity(steps.len());
-    let mut micro_batches = Vec::new();
-    for &step in steps {
-        let mut row = Vec::with_capacity(job.workers.len());
-        for (wi, (w, next)) in job.workers.iter().zip(next_step.iter_mut()).enumerate() {
-            while w.steps.get(*next).is_some_and(|s| s.step < step) {
-                *next += 1;
+/// Worker `w`'s steps among `first..=last`: one stretch of them, as they are sorted (the model's
+/// invariant).
+fn stretch(w: &Worker, first: u64, last: u64) -> &[WorkerStep] {
+    let from = w.steps.partition_point(|s| s.step < first);
+    w.steps.get(from..w.steps.partition_point(|s| s.step <= last)).unwrap_or_default()
+}
+
+/// The first and last of `steps[range]`.
+fn bounds(steps: &[u64], range: Range<usize>) -> Option<(u64, u64)> {
+    Some((*steps.get(range.start)?, *steps.get(range.end.checked_sub(1)?)?))
+}
+
+/// The best sequence knowledge among the worker-steps of `steps[range]`, and how many
+/// micro-batches they have: one pass over them, worker by worker (in memory order).
+fn size(job: &Job, steps: &[u64], range: Range<usize>) -> (SequenceKnowledge, usize) {
+    let Some((first, last)) = bounds(steps, range) else { return (SequenceKnowledge::default(), 0) };
+    let (mut knowledge, mut micro_batches) = (SequenceKnowledge::default(), 0usize);
+    for s in job.workers.iter().flat_map(|w| stretch(w, first, last)) {
+        knowledge = knowledge.max(s.sequences.knowledge);
+        micro_batches += s.micro_batches.len();
+    }
+    (knowledge, micro_batches)
+}
+
+/// Appends to `part` the cells of `steps[range]` (`steps` being all the job's, sorted), step
+/// by step, and their micro-batches.
+fn fill(job: &Job, steps: &[u64], range: Range<usize>, part: &mut Part) {
+    let Some((first, last)) = bounds(steps, range.clone()) else { return };
+    let Part { cells, micro_batches, .. } = part;
+    // Step by step, as the diagnosis reads the table, with one cursor per worker into its
+    // stretch; a step's workers a block at a time, so that each block's worker-steps stay in
+    // the cache while the loops below read them.
+    let mut stretches: Vec<&[WorkerStep]> = job.workers.iter().map(|w| stretch(w, first, last)).collect();
+    let mut row: Vec<Option<&WorkerStep>> = Vec::with_capacity(BLOCK);
+    let mut p2p: Vec<Nanos> = Vec::with_capacity(BLOCK);
+    for step in steps.get(range).unwrap_or_default() {
+        for block in stretches.chunks_mut(BLOCK) {
+            row.clear();
+            for rest in block.iter_mut() {
+                while rest.first().is_some_and(|s| s.step < *step) {
+                    *rest = rest.get(1..).unwrap_or_default();
+                }
+                let found = rest.first().filter(|s| s.step == *step);
+                if found.is_some() {
+                    *rest = rest.get(1..).unwrap_or_default();
+                }
+                row.push(found);
             }
-            let si = *next;
-            let Some(s) = w.steps.get(si).filter(|s| s.step == step) else {
-                row.push(None);
-                continue;
-            };
-            *next += 1;
-            row.push(Some(cell_of(s, (wi as u32, si as u32), &mut micro_batches)));
+            // Each worker-step's collectives and micro-batches are lists of their own. Read in
+            // loops of their own, the block's lists are fetched from memory together rather than
+            // one after another (they were half the time of building the table).
+            p2p.clear();
+            p2p.extend(row.iter().map(|s| s.map_or(0, WorkerStep::p2p_time)));
+            let mut micro_batch_start = micro_batches.len();
+            for (s, &p) in row.iter().zip(&p2p) {
+                cells.push(*s, p, micro_batch_start);
+                let count = s.map_or(0, |s| s.micro_batches.len());
+                micro_batch_start = micro_batch_start.saturating_add(u32::try_from(count).unwrap_or(u32::MAX));
+            }
+            for m in row.iter().flatten().flat_map(|s| &s.micro_batches) {
+                micro_batches.push(m.forward, m.backward, &m.sequences);
+            }
         }
-        cells.push(row);
     }
-    (cells, micro_batches)
+    cells.micro_batch_start.push(micro_batches.len());
 }
 
-/// One worker-step's cell; its micro-batches are appended to the job's list.
-fn cell_of(s: &WorkerStep, source: (u32, u32), micro_batches: &mut Vec<MicroBatchCell>) -> Cell {
-    let t = &s.totals;
-    let communication = t.communication();
-    let p2p = s.p2p_time().min(communication);
-    Cell {
-        duration: s.duration,
-        compute: t.get(SpanKind::Compute) + t.get(SpanKind::Attention),
-        attention: s.sequences.attention.unwrap_or_else(|| t.get(SpanKind::Attention)),
-        optimizer: t.get(SpanKind::Optimizer),
-        collectives: communication - p2p,
-        transfer: s.transfer.map(|x| x.min(communication)),
-        stall: t.get(SpanKind::HostStall) + t.get(SpanKind::DataLoading),
-        other: t.get(SpanKind::Other),
-        seq: SeqFeatures::of(&s.sequences),
-        micro_batches: {
-            let first = micro_batches.len() as u32;
-            micro_batches.extend(s.micro_batches.iter().map(|m| MicroBatchCell {
-                forward: m.forward,
-                backward: m.backward,
-                seq: SeqFeatures::of(&m.sequences),
-                attention: m.sequences.attention,
-            }));
-            first..micro_batches.len() as u32
-        },
-        source,
-    }
-}
+/// Workers whose cells of a step are built together (see [`part`]).
+const BLOCK: usize = 128;
 
 /// With only varlen bounds, a shard's attention cost is best known from its measured attention
 /// time. Put it in Σ L² units, calibrated per worker (its total estimate over its total
 /// attention time), so a slow worker's or a heavy stage's slowness is not read as heavier data.
-fn use_attention_for_bounds(cells: &mut [Vec<Option<Cell>>], micro_batches: &mut [MicroBatchCell]) {
-    let workers = cells.iter().map(Vec::len).max().unwrap_or(0);
-    for w in 0..workers {
-        let (mut sq, mut attn) = (0.0, 0.0);
-        for c in cells.iter().filter_map(|row| row.get(w)).flatten().filter(|c| c.seq.known && c.attention > 0) {
-            sq += c.seq.sum_sq;
-            attn += c.attention as f64;
-        }
-        if attn <= 0.0 {
-            continue;
-        }
-        let scale = sq / attn;
-        for c in cells.iter_mut().filter_map(|row| row.get_mut(w)).flatten() {
-            if c.seq.known && c.attention > 0 {
-                c.seq.quadratic = c.attention as f64 * scale;
+fn use_attention_for_bounds(parts: &mut [Part], width: usize) {
+    let worker_of = |i: usize| if width == 0 { 0 } else { i % width };
+    // Per worker, its steps' estimates and attention times, summed in step order.
+    let (mut sq, mut attn) = (vec![0.0; width], vec![0.0; width]);
+    for part in parts.iter() {
+        let c = &part.cells;
+        let cells = c.present.iter().zip(&c.seq.known).zip(c.seq.sum_sq.iter().zip(&c.attention));
+        for (i, ((&present, &known), (&s, &a))) in cells.enumerate() {
+            if present && known && a > 0 {
+                let w = worker_of(i);
+                sq.get_mut(w).into_iter().for_each(|x| *x += s);
+                attn.get_mut(w).into_iter().for_each(|x| *x += a as f64);
             }
-            let Range { start, end } = c.micro_batches;
-            for m in micro_batches.get_mut(start as usize..end as usize).unwrap_or_default() {
-                if let (true, Some(a)) = (m.seq.known, m.attention.filter(|a| *a > 0)) {
-                    m.seq.quadratic = a as f64 * scale;
+        }
+    }
+    let scale: Vec<Option<f64>> = sq.iter().zip(&attn).map(|(&s, &a)| (a > 0.0).then(|| s / a)).collect();
+    for part in parts.iter_mut() {
+        let (cells, micro_batches) = (&mut part.cells, &mut part.micro_batches);
+        cells.seq.quadratic.clone_from(&cells.seq.sum_sq);
+        micro_batches.seq.quadratic.clone_from(&micro_batches.seq.sum_sq);
+        let mb = &mut micro_batches.seq;
+        let each = cells.present.iter().zip(cells.attention.iter().zip(cells.micro_batch_start.windows(2)));
+        for (i, (&present, (&a, ends))) in each.enumerate() {
+            let Some(scale) = scale.get(worker_of(i)).copied().flatten().filter(|_| present) else { continue };
+            if cells.seq.known.get(i).copied().unwrap_or(false)
+                && a > 0
+                && let Some(q) = cells.seq.quadratic.get_mut(i)
+            {
+                *q = a as f64 * scale;
+            }
+            let [start, end] = [ends.first(), ends.last()].map(|e| e.copied().unwrap_or(0) as usize);
+            for m in start..end.max(start) {
+                let attention = micro_batches.attention.get(m).copied().flatten().filter(|a| *a > 0);
+                if let (true, Some(a), Some(q)) =
+                    (mb.known.get(m).copied().unwrap_or(false), attention, mb.quadratic.get_mut(m))
+                {
+                    *q = a as f64 * scale;
                 }
             }
         }
@@ -273,7 +654,7 @@ fn use_attention_for_bounds(cells: &mut [Vec<Option<Cell>>], micro_batches: &mut
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Coords, Worker, WorkerStep};
+    use crate::model::Coords;
 
     #[test]
     fn layout_from_coordinates_or_rank_order() {
@@ -290,6 +671,7 @@ mod tests {
         assert_eq!(layout, vec![(0, 0), (1, 1), (0, 0), (1, 0)]);
         assert_eq!((f.stages, f.dp_size, f.steps.clone()), (2, 2, vec![1]));
         assert_eq!(f.cell(0, 3).map(|c| c.duration), Some(10));
+        assert_eq!((f.cell(0, 4), f.cell(1, 0)), (None, None));
     }
 
     #[test]
@@ -311,28 +693,60 @@ mod tests {
         };
         let f = build(&job);
         assert_eq!(f.steps, [1, 2, 3, 4, 5]);
-        // Per row and worker: (duration, source, micro-batch forward times).
-        type Seen = Option<(i64, (u32, u32), Vec<i64>)>;
+        // Per row and worker: (duration, micro-batch forward times).
+        type Seen = Option<(i64, Vec<i64>)>;
         let table: Vec<Vec<Seen>> = (0..5)
             .map(|si| {
                 (0..2)
-                    .map(|wi| {
-                        f.cell(si, wi)
-                            .map(|c| (c.duration, c.source, f.micro_batches_of(c).iter().map(|m| m.forward).collect()))
-                    })
+                    .map(|wi| f.cell(si, wi).map(|c| (c.duration, f.micro_batches_of(&c).map(|m| m.forward).collect())))
                     .collect()
             })
             .collect();
-        let cell = |tag, source| Some((tag, source, vec![tag, tag]));
+        let cell = |tag| Some((tag, vec![tag, tag]));
         assert_eq!(
             table,
             [
-                vec![cell(10, (0, 0)), None],
-                vec![cell(20, (0, 1)), cell(21, (1, 0))],
-                vec![cell(30, (0, 2)), None],
-                vec![None, cell(41, (1, 1))],
-                vec![None, cell(51, (1, 2))],
+                vec![cell(10), None],
+                vec![cell(20), cell(21)],
+                vec![cell(30), None],
+                vec![None, cell(41)],
+                vec![None, cell(51)],
             ]
         );
+        assert_eq!(f.cells().map(|c| c.duration).collect::<Vec<_>>(), [10, 20, 21, 30, 41, 51]);
+    }
+
+    #[test]
+    fn varlen_bounds_cost_shards_by_their_attention_time_per_worker() {
+        use crate::model::MicroBatch;
+        // Two workers, two steps each, known only by varlen bounds; worker 1 has no attention
+        // time, so its estimates stay Σ L².
+        let step = |step: u64, attention: Option<i64>, tokens: u64| {
+            let mut sequences = Sequences::from_bounds(2, tokens, tokens as u32);
+            sequences.attention = attention;
+            WorkerStep {
+                step,
+                micro_batches: vec![MicroBatch { sequences: sequences.clone(), ..MicroBatch::default() }],
+                sequences,
+                ..WorkerStep::default()
+            }
+        };
+        let job = Job {
+            workers: vec![
+                Worker { rank: 0, steps: vec![step(1, Some(10), 100), step(2, Some(30), 300)], ..Worker::default() },
+                Worker { rank: 1, steps: vec![step(1, None, 100), step(2, None, 300)], ..Worker::default() },
+            ],
+        };
+        let f = build(&job);
+        assert_eq!(f.knowledge, SequenceKnowledge::VarlenBounds);
+        let quadratic = |si, wi| {
+            let c = f.cell(si, wi).unwrap();
+            (c.seq.quadratic, f.micro_batches_of(&c).map(|m| m.seq.quadratic).collect::<Vec<_>>())
+        };
+        let estimate = |tokens: u64| Sequences::from_bounds(2, tokens, tokens as u32).sum_sq_estimate();
+        let scale = (estimate(100) + estimate(300)) / 40.0;
+        assert_eq!(quadratic(0, 0), (10.0 * scale, vec![10.0 * scale]));
+        assert_eq!(quadratic(1, 0), (30.0 * scale, vec![30.0 * scale]));
+        assert_eq!(quadratic(1, 1), (estimate(300), vec![estimate(300)]));
     }
 }

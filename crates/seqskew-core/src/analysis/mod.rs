@@ -11,6 +11,7 @@ pub mod par;
 pub mod replay;
 pub mod samples;
 pub mod signals;
+pub mod slots;
 pub mod stats;
 pub mod verdict;
 pub mod views;
@@ -71,7 +72,7 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
     let samples = samples::take(&frame);
     let ws_fit = costmodel::fit(&samples.cell_costs);
     let mb_fit = costmodel::fit(&samples.micro_batch_costs);
-    let steps = replay::slot_steps(&frame, ws_fit.as_ref(), mb_fit.as_ref());
+    let steps = slots::FromFrame::new(&frame, ws_fit.as_ref(), mb_fit.as_ref());
     let factors = replay::factors(&steps);
     let attribution = replay::attribute(&steps, &factors);
     let initiators = signals::initiators(&frame);
@@ -136,8 +137,8 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
                 .unwrap_or(1.0);
             // A worker slow by stalls has a compute factor near 1: express its slowness as work.
             let works: Vec<f64> = initiators.iter().filter(|i| i.worker == w).map(|i| i.excess).collect();
-            let mean_work: f64 = frame.cells.iter().flatten().flatten().map(|c| c.work() as f64).sum::<f64>()
-                / frame.cells.iter().flatten().flatten().count().max(1) as f64;
+            let mean_work: f64 =
+                frame.cells().map(|c| c.work() as f64).sum::<f64>() / frame.cells().count().max(1) as f64;
             let by_work = if mean_work > 0.0 { 1.0 + stats::median(&works) / mean_work } else { 1.0 };
             (label(w), f.max(by_work))
         })
@@ -250,8 +251,7 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
     let ideal_per_step: Vec<f64> = attribution
         .per_step
         .iter()
-        .zip(&steps)
-        .map(|(&(actual, ideal), s)| if actual > 0.0 { s.measured * ideal / actual } else { 0.0 })
+        .map(|s| if s.actual > 0.0 { s.measured * s.ideal / s.actual } else { 0.0 })
         .collect();
     let views = views::build(&frame, &ideal_per_step, ws_fit.as_ref(), &initiators);
     Analysis { report, views }

@@ -9,8 +9,32 @@ use std::ops::Range;
 /// `part` on each, and returns the results in order. One range (and no thread) when `n` is
 /// small, when the machine has one core, or in WebAssembly.
 pub fn parts<R: Send>(n: usize, min_len: usize, part: impl Fn(Range<usize>) -> R + Sync) -> Vec<R> {
-    let ranges = split(n, cores().min(n / min_len.max(1)).max(1));
-    run(&ranges, &part)
+    let mut out: Vec<(Range<usize>, Option<R>)> = ranges(n, min_len).into_iter().map(|r| (r, None)).collect();
+    each_mut(&mut out, |_, (range, result)| *result = Some(part(range.clone())));
+    out.into_iter().filter_map(|(_, result)| result).collect()
+}
+
+/// The ranges [`parts`] splits `0..n` into.
+pub fn ranges(n: usize, min_len: usize) -> Vec<Range<usize>> {
+    split(n, cores().min(n / min_len.max(1)).max(1))
+}
+
+/// `f(i, &mut items[i])` for every item, the items spread over the cores in contiguous runs.
+/// For work whose output the caller allocated: in its own thread, where freed memory may wait
+/// to be reused, while the pages that the first writes fault in are faulted in on every core.
+pub fn each_mut<T: Send>(items: &mut [T], f: impl Fn(usize, &mut T) + Sync) {
+    let mut runs: Vec<(usize, &mut [T])> = Vec::new();
+    let mut rest = items;
+    for range in ranges(rest.len(), 1) {
+        let (run, tail) = std::mem::take(&mut rest).split_at_mut(range.len());
+        runs.push((range.start, run));
+        rest = tail;
+    }
+    run_each(runs, &|(first, run): (usize, &mut [T])| {
+        for (i, item) in run.iter_mut().enumerate() {
+            f(first + i, item);
+        }
+    });
 }
 
 /// `f(i)` for each `i` in `0..n`, in order, spread over the cores in ranges of at least
@@ -20,9 +44,7 @@ pub fn map<R: Send>(n: usize, min_len: usize, f: impl Fn(usize) -> R + Sync) -> 
 }
 
 /// The fewest rows of `row_len` items each (a step's workers or slots) worth a thread of their
-/// own: threads cost tens of microseconds to start. Only work that reads and computes more than
-/// it allocates gains from them: building the table or the replay's slots on two threads was
-/// slower, with page faults contending.
+/// own: threads cost tens of microseconds to start.
 pub fn min_rows(row_len: usize) -> usize {
     (MIN_ITEMS_PER_THREAD / row_len.max(1)).max(1)
 }
@@ -45,26 +67,26 @@ fn cores() -> usize {
     1
 }
 
+/// `work` on each of `items`: the first on this thread (rather than waiting idle), each other
+/// on a thread of its own.
 #[cfg(not(target_arch = "wasm32"))]
 #[allow(clippy::disallowed_methods, reason = "the one place core uses threads: native builds only")]
-fn run<R: Send>(ranges: &[Range<usize>], part: &(impl Fn(Range<usize>) -> R + Sync)) -> Vec<R> {
-    let Some((first, rest)) = ranges.split_first() else { return Vec::new() };
-    if rest.is_empty() {
-        return vec![part(first.clone())];
-    }
+fn run_each<T: Send>(items: Vec<T>, work: &(impl Fn(T) + Sync)) {
+    let mut items = items.into_iter();
+    let Some(first) = items.next() else { return };
     std::thread::scope(|scope| {
-        let others: Vec<_> = rest.iter().map(|r| scope.spawn(move || part(r.clone()))).collect();
-        // This thread takes the first range rather than waiting idle.
-        let mut out = vec![part(first.clone())];
+        let others: Vec<_> = items.map(|item| scope.spawn(move || work(item))).collect();
+        work(first);
         // A part that panicked panics here too, as it would have without threads.
-        out.extend(others.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))));
-        out
-    })
+        for other in others {
+            other.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        }
+    });
 }
 
 #[cfg(target_arch = "wasm32")]
-fn run<R: Send>(ranges: &[Range<usize>], part: &(impl Fn(Range<usize>) -> R + Sync)) -> Vec<R> {
-    ranges.iter().map(|r| part(r.clone())).collect()
+fn run_each<T: Send>(items: Vec<T>, work: &(impl Fn(T) + Sync)) {
+    items.into_iter().for_each(work);
 }
 
 #[cfg(test)]

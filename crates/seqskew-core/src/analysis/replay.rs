@@ -7,148 +7,24 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use smallvec::{SmallVec, smallvec};
-
-use super::costmodel::Fit;
-use super::frame::{Cell, Frame};
 use super::par;
+use super::slots::{Slot, StepSlots, Steps};
 use super::stats::{Mean, mean, median};
 use crate::schedule::replay_pipeline;
-
-/// One (data-parallel rank, stage) slot in one step, as the replay sees it (seconds as f64
-/// nanoseconds, so factors scale without rounding).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SlotStep {
-    pub stall: f64,
-    /// (forward, backward) per micro-batch; one entry holding all compute when unknown. Kept
-    /// inline when there is one: every slot of every step has these, and is copied per replay.
-    pub passes: Passes,
-    /// Optimizer, other work, and compute outside the micro-batches.
-    pub tail: f64,
-    /// Time in the step's collectives, waiting included (pipeline send/recv excluded: the
-    /// replay's schedule accounts for those waits).
-    pub comm: f64,
-    /// The compute the cost model expects for this slot's data, when lengths are known.
-    pub expected: Option<f64>,
-    /// The same per micro-batch (parallel to `passes`), when micro-batches carry lengths.
-    pub expected_passes: Option<SmallVec<[f64; 1]>>,
-}
-
-/// A slot's passes: inline up to one.
-pub type Passes = SmallVec<[(f64, f64); 1]>;
-
-impl SlotStep {
-    pub fn compute(&self) -> f64 {
-        self.passes.iter().map(|p| p.0 + p.1).sum()
-    }
-}
-
-/// One step: slots by `[stage][dp]`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct StepSlots {
-    pub slots: Vec<Vec<Option<SlotStep>>>,
-    /// Transfer time of each stage's gradient collective (the least any slot spent in it).
-    pub transfer: Vec<f64>,
-    pub measured: f64,
-}
-
-/// Builds each step's slots: the busiest tensor/context-parallel replica stands for its slot.
-/// Micro-batch passes are used when every slot of the step has the same number of them.
-/// With a usable cost model, each slot also gets the compute its data should take.
-pub fn slot_steps(frame: &Frame, fit: Option<&Fit>, mb_fit: Option<&Fit>) -> Vec<StepSlots> {
-    let fit = fit.filter(|f| f.usable());
-    let mb_fit = mb_fit.filter(|f| f.usable());
-    let (stages, dps) = (frame.stages.max(1), frame.dp_size.max(1));
-    (0..frame.steps.len())
-        .map(|si| {
-            let mut best: Vec<Vec<Option<&Cell>>> = vec![vec![None; dps]; stages];
-            let mut measured = 0.0f64;
-            for (wi, slot) in frame.slots.iter().enumerate() {
-                let Some(cell) = frame.cell(si, wi) else { continue };
-                measured = measured.max(cell.duration as f64);
-                if let Some(b) = best.get_mut(slot.stage).and_then(|r| r.get_mut(slot.dp))
-                    && b.is_none_or(|o| cell.work() > o.work())
-                {
-                    *b = Some(cell);
-                }
-            }
-            let mb_counts: Vec<usize> = best.iter().flatten().flatten().map(|c| c.micro_batches.len()).collect();
-            let uniform = mb_counts.first().is_some_and(|&n| n > 0 && mb_counts.iter().all(|&m| m == n));
-            let slots: Vec<Vec<Option<SlotStep>>> = best
-                .iter()
-                .map(|row| {
-                    row.iter()
-                        .map(|c| {
-                            c.map(|c| {
-                                let passes: Passes = if uniform {
-                                    frame
-                                        .micro_batches_of(c)
-                                        .iter()
-                                        .map(|m| (m.forward as f64, m.backward as f64))
-                                        .collect()
-                                } else {
-                                    smallvec![(c.compute as f64, 0.0)]
-                                };
-                                let in_passes: f64 = passes.iter().map(|p| p.0 + p.1).sum();
-                                let outside = (c.compute as f64 - in_passes).max(0.0);
-                                SlotStep {
-                                    stall: c.stall as f64,
-                                    passes,
-                                    tail: c.optimizer as f64 + c.other as f64 + outside,
-                                    comm: c.collectives as f64,
-                                    expected: fit.filter(|_| c.seq.known).map(|f| f.predict(&c.seq)),
-                                    expected_passes: mb_fit
-                                        .filter(|_| uniform && frame.micro_batches_of(c).iter().all(|m| m.seq.known))
-                                        .map(|f| {
-                                            frame
-                                                .micro_batches_of(c)
-                                                .iter()
-                                                .map(|m| f.predict(&m.seq).max(0.0))
-                                                .collect()
-                                        }),
-                                }
-                            })
-                        })
-                        .collect()
-                })
-                .collect();
-            // Measured transfers where collectives carry timestamps; else the least time any
-            // slot spent in collectives: the last to arrive barely waits (and in a pipeline, the
-            // stage that finishes last does not wait for the others at the end of the step).
-            let least = slots.iter().flatten().flatten().map(|s| s.comm).fold(f64::INFINITY, f64::min);
-            let least = if least.is_finite() { least } else { 0.0 };
-            let transfer = best
-                .iter()
-                .map(|cells| {
-                    let measured: Vec<f64> =
-                        cells.iter().flatten().filter_map(|c| c.transfer).map(|t| t as f64).collect();
-                    if !measured.is_empty() && measured.len() == cells.iter().flatten().count() {
-                        median(&measured)
-                    } else {
-                        least
-                    }
-                })
-                .collect();
-            StepSlots { slots, transfer, measured }
-        })
-        .collect()
-}
 
 /// The replayed length of one step. With micro-batch passes and several stages, each
 /// data-parallel replica runs a 1F1B pipeline; every stage's replicas then meet in their
 /// gradient collective; the step ends with the slowest slot's tail.
 pub fn replay_step(step: &StepSlots) -> f64 {
-    let stages = step.slots.len();
-    let dps = step.slots.iter().map(Vec::len).max().unwrap_or(0);
-    let micro_batches = step.slots.iter().flatten().flatten().map(|s| s.passes.len()).max().unwrap_or(1).max(1);
+    let (stages, dps) = (step.stages(), step.dps());
+    let micro_batches = step.passes_per_slot().max(1);
     let as_pipelines = pipelined(step);
     let mut arrivals: Vec<f64> = vec![0.0; stages];
     for d in 0..dps {
         // A column of replicas is built only to replay a pipeline (this runs for every slot of
         // every step, several times over).
         if as_pipelines {
-            let column: Vec<Option<&SlotStep>> =
-                step.slots.iter().map(|row| row.get(d).and_then(Option::as_ref)).collect();
+            let column: Vec<Option<Slot<'_>>> = (0..stages).map(|p| step.slot(p, d)).collect();
             if column.iter().all(Option::is_some) {
                 // Replay in integer nanoseconds through the shared schedule.
                 let ready: Vec<i64> = column.iter().map(|s| s.map_or(0, |s| s.stall as i64)).collect();
@@ -170,16 +46,16 @@ pub fn replay_step(step: &StepSlots) -> f64 {
                 continue;
             }
         }
-        for (p, row) in step.slots.iter().enumerate() {
-            if let (Some(s), Some(a)) = (row.get(d).and_then(Option::as_ref), arrivals.get_mut(p)) {
+        for (p, a) in arrivals.iter_mut().enumerate() {
+            if let Some(s) = step.slot(p, d) {
                 *a = a.max(s.stall + s.compute());
             }
         }
     }
     let mut end = 0.0f64;
-    for (p, row) in step.slots.iter().enumerate() {
-        let reduce_end = arrivals.get(p).copied().unwrap_or(0.0) + step.transfer.get(p).copied().unwrap_or(0.0);
-        for s in row.iter().flatten() {
+    for (p, arrival) in arrivals.iter().enumerate() {
+        let reduce_end = arrival + step.transfer.get(p).copied().unwrap_or(0.0);
+        for s in step.stage(p).flatten() {
             end = end.max(reduce_end + s.tail);
         }
     }
@@ -257,7 +133,7 @@ fn step_factors(step: &StepSlots, stages: usize, dps: usize) -> StepFactors {
     };
     // Each slot's compute, summed once.
     let computes: Vec<Vec<Option<f64>>> =
-        step.slots.iter().map(|row| row.iter().map(|s| s.as_ref().map(SlotStep::compute)).collect()).collect();
+        (0..step.stages()).map(|p| step.stage(p).map(|s| s.as_ref().map(Slot::compute)).collect()).collect();
     let all: Vec<f64> = computes.iter().flatten().flatten().copied().collect();
     // Medians: one slow worker must not make its whole stage look heavy.
     let overall = median(&all);
@@ -270,8 +146,9 @@ fn step_factors(step: &StepSlots, stages: usize, dps: usize) -> StepFactors {
             _ => None,
         })
         .collect();
-    let pairs = (lesser.len() == step.slots.len()).then(|| median(&lesser)).filter(|m| *m > 0.0);
-    for (p, (row, row_computes)) in step.slots.iter().zip(&computes).enumerate() {
+    let pairs = (lesser.len() == computes.len()).then(|| median(&lesser)).filter(|m| *m > 0.0);
+    for (p, row_computes) in computes.iter().enumerate() {
+        let row: Vec<Option<Slot<'_>>> = step.stage(p).collect();
         let stage_values: Vec<f64> = row_computes.iter().flatten().copied().collect();
         let (stage_level, typical) = match (pairs, lesser.get(p)) {
             (Some(typical), Some(&l)) => (l, typical),
@@ -309,16 +186,23 @@ fn step_factors(step: &StepSlots, stages: usize, dps: usize) -> StepFactors {
     out
 }
 
-pub fn factors(steps: &[StepSlots]) -> Factors {
-    let stages = steps.iter().map(|s| s.slots.len()).max().unwrap_or(1);
-    let dps = steps.iter().flat_map(|s| s.slots.iter().map(Vec::len)).max().unwrap_or(1);
+pub fn factors<S: Steps + ?Sized>(steps: &S) -> Factors {
+    let (stages, dps) = steps.shape();
     let width = stages * dps;
-    // Each step alone, on every core; then each slot's values across the steps, in step order.
-    let per_step: Vec<StepFactors> =
-        par::map(steps.len(), par::min_rows(width), |i| steps.get(i).map(|s| step_factors(s, stages, dps)))
-            .into_iter()
-            .flatten()
-            .collect();
+    // Each step alone, on every core (each core making its steps one after another in one
+    // buffer); then each slot's values across the steps, in step order.
+    let per_step: Vec<StepFactors> = par::parts(steps.count(), par::min_rows(width), |range| {
+        let mut step = StepSlots::default();
+        range
+            .map(|i| {
+                steps.fill(i, &mut step);
+                step_factors(&step, stages, dps)
+            })
+            .collect::<Vec<_>>()
+    })
+    .into_iter()
+    .flatten()
+    .collect();
     let slots = width.max(1);
     let per_slot: Vec<(f64, f64)> = par::parts(width, SLOTS_PER_BLOCK, |range| slot_factors(&per_step, range, slots))
         .into_iter()
@@ -439,20 +323,17 @@ impl Baseline {
         // worker must not slow the ideal run).
         let (mut forward, mut backward) = (Mean::default(), Mean::default());
         let (mut tail, mut expected, mut pass_expected) = (Mean::default(), Mean::default(), Mean::default());
-        let mut stalls = Vec::with_capacity(step.slots.iter().map(Vec::len).sum());
-        for (p, row) in step.slots.iter().enumerate() {
-            for (d, s) in row.iter().enumerate() {
-                let Some(s) = s else { continue };
-                let scale = f.scale(p, d);
-                for &(x, y) in &s.passes {
-                    forward.add(x / scale);
-                    backward.add(y / scale);
-                }
-                tail.add(s.tail);
-                stalls.push(s.stall);
-                s.expected.into_iter().for_each(|e| expected.add(e));
-                s.expected_passes.iter().flatten().for_each(|&e| pass_expected.add(e));
+        let mut stalls = Vec::with_capacity(step.stages() * step.dps());
+        for ((p, d), s) in step.present_slots() {
+            let scale = f.scale(p, d);
+            for &(x, y) in s.passes {
+                forward.add(x / scale);
+                backward.add(y / scale);
             }
+            tail.add(s.tail);
+            stalls.push(s.stall);
+            s.expected.into_iter().for_each(|e| expected.add(e));
+            s.expected_passes.into_iter().flatten().for_each(|&e| pass_expected.add(e));
         }
         Baseline {
             forward: forward.get(),
@@ -465,56 +346,73 @@ impl Baseline {
     }
 }
 
-/// Slot (p, d) of `step` with only the restored parts taken from the job: each of its passes
-/// (forward, backward) given to `pass` in order, its stall and tail returned.
-fn restored_slot(
-    s: &SlotStep,
-    (p, d): (usize, usize),
-    f: &Factors,
-    b: &Baseline,
-    keep: Restore,
-    mut pass: impl FnMut((f64, f64)),
-) -> (f64, f64) {
-    let (g, w) = (f.stage_of(p), f.worker_of(p, d));
-    let scale = (if keep.stage_factors { g } else { 1.0 }) * (if keep.worker_factors { w } else { 1.0 });
-    match (&s.expected_passes, s.expected) {
-        (Some(expected), _) if keep.data_compute && b.pass_expected > 0.0 => {
-            // Each micro-batch as its data predicts (a pipeline feels every one).
-            for e in expected {
-                let r = e / b.pass_expected;
-                pass((b.forward * scale * r, b.backward * scale * r));
-            }
+/// A slot of a step, to restore in one way or another: what every way reads, looked up once.
+struct Restorer<'a> {
+    slot: Slot<'a>,
+    base: &'a Baseline,
+    stage_factor: f64,
+    worker_factor: f64,
+    persistent_stall: f64,
+}
+
+impl<'a> Restorer<'a> {
+    fn new(slot: Slot<'a>, (p, d): (usize, usize), f: &Factors, base: &'a Baseline) -> Self {
+        Restorer {
+            slot,
+            base,
+            stage_factor: f.stage_of(p),
+            worker_factor: f.worker_of(p, d),
+            persistent_stall: f.persistent_stall.get(p).and_then(|r| r.get(d)).copied().unwrap_or(0.0),
         }
-        (_, Some(expected)) if keep.data_compute && b.expected > 0.0 => {
-            let r = expected / b.expected;
-            s.passes.iter().for_each(|_| pass((b.forward * scale * r, b.backward * scale * r)));
-        }
-        _ if keep.residual_compute => {
-            // Actual durations with the persistent factors taken out (and put back if kept).
-            s.passes.iter().for_each(|&(x, y)| pass((x / (g * w) * scale, y / (g * w) * scale)));
-        }
-        _ => s.passes.iter().for_each(|_| pass((b.forward * scale, b.backward * scale))),
     }
-    let persistent = || f.persistent_stall.get(p).and_then(|r| r.get(d)).copied().unwrap_or(0.0);
-    let stall = match (keep.worker_factors, keep.residual_stalls) {
-        (true, true) => s.stall,
-        (true, false) => b.stall.max(persistent()),
-        (false, true) => b.stall.max(s.stall - persistent()),
-        (false, false) => b.stall,
-    };
-    let tail = if keep == Restore::ALL { s.tail } else { b.tail };
-    (stall, tail)
+
+    /// The slot with only the restored parts taken from the job: each of its passes (forward,
+    /// backward) given to `pass` in order, its stall and tail returned.
+    fn restore(&self, keep: Restore, mut pass: impl FnMut((f64, f64))) -> (f64, f64) {
+        let (s, b) = (&self.slot, self.base);
+        let (g, w) = (self.stage_factor, self.worker_factor);
+        let scale = (if keep.stage_factors { g } else { 1.0 }) * (if keep.worker_factors { w } else { 1.0 });
+        match (s.expected_passes, s.expected) {
+            (Some(expected), _) if keep.data_compute && b.pass_expected > 0.0 => {
+                // Each micro-batch as its data predicts (a pipeline feels every one).
+                for e in expected {
+                    let r = e / b.pass_expected;
+                    pass((b.forward * scale * r, b.backward * scale * r));
+                }
+            }
+            (_, Some(expected)) if keep.data_compute && b.expected > 0.0 => {
+                let r = expected / b.expected;
+                s.passes.iter().for_each(|_| pass((b.forward * scale * r, b.backward * scale * r)));
+            }
+            _ if keep.residual_compute => {
+                // Actual durations with the persistent factors taken out (and put back if kept).
+                s.passes.iter().for_each(|&(x, y)| pass((x / (g * w) * scale, y / (g * w) * scale)));
+            }
+            _ => s.passes.iter().for_each(|_| pass((b.forward * scale, b.backward * scale))),
+        }
+        let stall = match (keep.worker_factors, keep.residual_stalls) {
+            (true, true) => s.stall,
+            (true, false) => b.stall.max(self.persistent_stall),
+            (false, true) => b.stall.max(s.stall - self.persistent_stall),
+            (false, false) => b.stall,
+        };
+        let tail = if keep == Restore::ALL { s.tail } else { b.tail };
+        (stall, tail)
+    }
 }
 
 /// Writes into `out` (a clone of `step`, reused across restorations so that no slot is
 /// allocated again) the step with only the restored parts taken from the job.
 fn restore_into(step: &StepSlots, f: &Factors, base: &Baseline, keep: Restore, out: &mut StepSlots) {
-    for (p, (row, out_row)) in step.slots.iter().zip(out.slots.iter_mut()).enumerate() {
-        for (d, (s, o)) in row.iter().zip(out_row.iter_mut()).enumerate() {
-            let (Some(s), Some(o)) = (s, o.as_mut()) else { continue };
-            o.passes.clear();
-            (o.stall, o.tail) = restored_slot(s, (p, d), f, base, keep, |x| o.passes.push(x));
-        }
+    for ((p, d), s) in step.present_slots() {
+        let passes = out.passes_mut((p, d));
+        let mut next = passes.iter_mut();
+        let (stall, tail) = Restorer::new(s, (p, d), f, base).restore(keep, |x| {
+            if let Some(pass) = next.next() {
+                *pass = x;
+            }
+        });
+        out.set_stall_and_tail((p, d), stall, tail);
     }
     out.transfer.clone_from(if keep.transfers { &step.transfer } else { &f.transfer });
 }
@@ -522,34 +420,52 @@ fn restore_into(step: &StepSlots, f: &Factors, base: &Baseline, keep: Restore, o
 /// Is the step replayed as pipelines (several stages, several micro-batches)? Otherwise its
 /// length is, per stage, the slowest slot's arrival, the transfer and the longest tail.
 fn pipelined(step: &StepSlots) -> bool {
-    step.slots.len() > 1 && step.slots.iter().flatten().flatten().any(|s| s.passes.len() > 1)
+    step.stages() > 1 && step.passes_per_slot() > 1 && step.present_slots().next().is_some()
 }
 
-/// [`replay_step`] of the restored step. Data-parallel steps are replayed as the slots are
-/// restored, with nothing written: the attribution replays every slot of every step six or
-/// seven times. Pipelines are restored into `scratch` (a clone of `step`) and replayed.
-fn replay_restored(step: &StepSlots, f: &Factors, base: &Baseline, keep: Restore, scratch: &mut StepSlots) -> f64 {
+/// [`replay_step`] of the step restored in each way of `keeps`, into `ends` (one each).
+/// Data-parallel steps are replayed for all of them in one pass over the slots, with nothing
+/// written: the attribution restores every slot of every step seven or eight ways. Pipelines
+/// are restored into `scratch` (a clone of `step`) and replayed, one way at a time.
+fn replay_restored(
+    step: &StepSlots,
+    f: &Factors,
+    base: &Baseline,
+    keeps: &[Restore],
+    scratch: &mut StepSlots,
+    ends: &mut Vec<f64>,
+) {
+    ends.clear();
     if pipelined(step) {
-        restore_into(step, f, base, keep, scratch);
-        return replay_step(scratch);
+        for &keep in keeps {
+            restore_into(step, f, base, keep, scratch);
+            ends.push(replay_step(scratch));
+        }
+        return;
     }
-    let transfers = if keep.transfers { &step.transfer } else { &f.transfer };
-    let mut end = 0.0f64;
-    for (p, row) in step.slots.iter().enumerate() {
-        let (mut arrival, mut longest_tail) = (0.0f64, None::<f64>);
-        for (d, s) in row.iter().enumerate() {
+    ends.resize(keeps.len(), 0.0);
+    // Per way: the stage's latest arrival at its collective and its longest tail.
+    let mut stage: Vec<(f64, Option<f64>)> = vec![(0.0, None); keeps.len()];
+    for p in 0..step.stages() {
+        stage.fill((0.0, None));
+        for (d, s) in step.stage(p).enumerate() {
             let Some(s) = s else { continue };
-            let mut compute = -0.0;
-            let (stall, tail) = restored_slot(s, (p, d), f, base, keep, |x| compute += x.0 + x.1);
-            arrival = arrival.max(stall + compute);
-            longest_tail = Some(longest_tail.map_or(tail, |t| t.max(tail)));
+            let slot = Restorer::new(s, (p, d), f, base);
+            for ((arrival, longest_tail), &keep) in stage.iter_mut().zip(keeps) {
+                let mut compute = -0.0;
+                let (stall, tail) = slot.restore(keep, |x| compute += x.0 + x.1);
+                *arrival = arrival.max(stall + compute);
+                *longest_tail = Some(longest_tail.map_or(tail, |t| t.max(tail)));
+            }
         }
-        // Rounding is monotonic, so adding to the longest tail is the longest of the sums.
-        if let Some(tail) = longest_tail {
-            end = end.max(arrival + transfers.get(p).copied().unwrap_or(0.0) + tail);
+        for ((end, &(arrival, longest_tail)), keep) in ends.iter_mut().zip(&stage).zip(keeps) {
+            // Rounding is monotonic, so adding to the longest tail is the longest of the sums.
+            if let Some(tail) = longest_tail {
+                let transfers = if keep.transfers { &step.transfer } else { &f.transfer };
+                *end = end.max(arrival + transfers.get(p).copied().unwrap_or(0.0) + tail);
+            }
         }
     }
-    end
 }
 
 /// Replayed step times summed over the job, for the actual run, the ideal run, and each
@@ -566,8 +482,15 @@ pub struct Attribution {
     pub data_compute: Option<f64>,
     pub residual_stalls: f64,
     pub transfers: f64,
-    /// Per step: (actual, ideal) replayed lengths.
-    pub per_step: Vec<(f64, f64)>,
+    pub per_step: Vec<StepTimes>,
+}
+
+/// One step's measured length and its actual and ideal replays.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepTimes {
+    pub measured: f64,
+    pub actual: f64,
+    pub ideal: f64,
 }
 
 /// One step's replays, each restoration alone.
@@ -587,29 +510,52 @@ fn replays(step: &StepSlots, f: &Factors) -> StepReplays {
     let none = Restore::default();
     let base = Baseline::of(step, f);
     let mut scratch = if pipelined(step) { step.clone() } else { StepSlots::default() };
-    let mut replay = |keep: Restore| replay_restored(step, f, &base, keep, &mut scratch);
-    let predicted = step.slots.iter().flatten().flatten().all(|s| s.expected.is_some());
+    let predicted = step.present_slots().all(|(_, s)| s.expected.is_some());
+    let mut keeps = vec![
+        Restore::ALL,
+        none,
+        Restore { stage_factors: true, ..none },
+        Restore { worker_factors: true, ..none },
+        Restore { residual_compute: true, ..none },
+        Restore { residual_stalls: true, ..none },
+        Restore { transfers: true, ..none },
+    ];
+    if predicted {
+        keeps.push(Restore { data_compute: true, ..none });
+    }
+    let mut ends = Vec::with_capacity(keeps.len());
+    replay_restored(step, f, &base, &keeps, &mut scratch, &mut ends);
+    let end = |k: usize| ends.get(k).copied().unwrap_or(0.0);
     StepReplays {
-        actual: replay(Restore::ALL),
-        ideal: replay(none),
-        stage: replay(Restore { stage_factors: true, ..none }),
-        worker: replay(Restore { worker_factors: true, ..none }),
-        residual_compute: replay(Restore { residual_compute: true, ..none }),
-        data_compute: predicted.then(|| replay(Restore { data_compute: true, ..none })),
-        residual_stalls: replay(Restore { residual_stalls: true, ..none }),
-        transfers: replay(Restore { transfers: true, ..none }),
+        actual: end(0),
+        ideal: end(1),
+        stage: end(2),
+        worker: end(3),
+        residual_compute: end(4),
+        residual_stalls: end(5),
+        transfers: end(6),
+        data_compute: predicted.then(|| end(7)),
     }
 }
 
-pub fn attribute(steps: &[StepSlots], f: &Factors) -> Attribution {
-    let slots = steps.first().map_or(1, |s| s.slots.iter().map(Vec::len).sum());
-    let per_step = par::map(steps.len(), par::min_rows(slots), |i| steps.get(i).map(|step| replays(step, f)));
+pub fn attribute<S: Steps + ?Sized>(steps: &S, f: &Factors) -> Attribution {
+    let (stages, dps) = steps.shape();
+    // Each core makes its steps one after another in one buffer.
+    let per_step = par::parts(steps.count(), par::min_rows(stages * dps), |range| {
+        let mut step = StepSlots::default();
+        range
+            .map(|i| {
+                steps.fill(i, &mut step);
+                (step.measured, replays(&step, f))
+            })
+            .collect::<Vec<_>>()
+    });
     // Summed in step order, as one core would.
     let mut a = Attribution::default();
-    for (step, r) in steps.iter().zip(per_step.into_iter().flatten()) {
+    for (measured, r) in per_step.into_iter().flatten() {
         a.actual += r.actual;
         a.ideal += r.ideal;
-        a.measured += step.measured;
+        a.measured += measured;
         a.stage += r.stage;
         a.worker += r.worker;
         a.residual_compute += r.residual_compute;
@@ -620,7 +566,7 @@ pub fn attribute(steps: &[StepSlots], f: &Factors) -> Attribution {
         };
         a.residual_stalls += r.residual_stalls;
         a.transfers += r.transfers;
-        a.per_step.push((r.actual, r.ideal));
+        a.per_step.push(StepTimes { measured, actual: r.actual, ideal: r.ideal });
     }
     a
 }
@@ -628,11 +574,12 @@ pub fn attribute(steps: &[StepSlots], f: &Factors) -> Attribution {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::slots::SlotStep;
 
     fn slot(stall: f64, compute: f64) -> Option<SlotStep> {
         Some(SlotStep {
             stall,
-            passes: smallvec![(compute, 0.0)],
+            passes: vec![(compute, 0.0)],
             tail: 1.0,
             comm: 0.0,
             expected: None,
@@ -641,7 +588,7 @@ mod tests {
     }
 
     fn step(slots: Vec<Option<SlotStep>>, transfer: f64) -> StepSlots {
-        StepSlots { slots: vec![slots], transfer: vec![transfer], measured: 0.0 }
+        StepSlots::of(&[slots], &[transfer])
     }
 
     #[test]
@@ -655,8 +602,8 @@ mod tests {
         // Rank 1 is 1.5× every step; the data is perfectly balanced.
         let steps: Vec<StepSlots> =
             (0..6).map(|_| step(vec![slot(0.0, 10.0), slot(0.0, 15.0), slot(0.0, 10.0)], 1.0)).collect();
-        let f = factors(&steps);
-        let a = attribute(&steps, &f);
+        let f = factors(&steps[..]);
+        let a = attribute(&steps[..], &f);
         assert!(a.actual > a.ideal * 1.2, "{a:?}");
         assert!((a.worker - a.actual).abs() < 1e-6, "{a:?}");
         assert!((a.residual_compute - a.ideal).abs() < 1e-6, "{a:?}");
@@ -666,21 +613,19 @@ mod tests {
     fn with_two_replicas_a_slow_one_is_a_worker_not_its_stage() {
         // dp 2 × pp 2: (stage 0, dp 0) is 1.8× every step; a median of two would have called
         // half of that its stage's.
-        let slow = StepSlots {
-            slots: vec![vec![slot(0.0, 18.0), slot(0.0, 10.0)], vec![slot(0.0, 10.0), slot(0.0, 10.0)]],
-            transfer: vec![1.0, 1.0],
-            measured: 0.0,
-        };
-        let f = factors(&vec![slow; 6]);
+        let slow = StepSlots::of(
+            &[vec![slot(0.0, 18.0), slot(0.0, 10.0)], vec![slot(0.0, 10.0), slot(0.0, 10.0)]],
+            &[1.0, 1.0],
+        );
+        let f = factors(&vec![slow; 6][..]);
         assert_eq!(f.stage, [1.0, 1.0]);
         assert_eq!(f.worker, [[1.8, 1.0], [1.0, 1.0]]);
         // Both replicas of stage 0 heavy: that is the stage (against the stages' median, 12.5).
-        let heavy = StepSlots {
-            slots: vec![vec![slot(0.0, 15.0), slot(0.0, 15.0)], vec![slot(0.0, 10.0), slot(0.0, 10.0)]],
-            transfer: vec![1.0, 1.0],
-            measured: 0.0,
-        };
-        let f = factors(&vec![heavy; 6]);
+        let heavy = StepSlots::of(
+            &[vec![slot(0.0, 15.0), slot(0.0, 15.0)], vec![slot(0.0, 10.0), slot(0.0, 10.0)]],
+            &[1.0, 1.0],
+        );
+        let f = factors(&vec![heavy; 6][..]);
         assert_eq!((f.stage[0], f.worker[0].clone()), (1.2, vec![1.0, 1.0]));
     }
 
@@ -705,8 +650,8 @@ mod tests {
                 step(slots, 1.0)
             })
             .collect();
-        let f = factors(&steps);
-        let a = attribute(&steps, &f);
+        let f = factors(&steps[..]);
+        let a = attribute(&steps[..], &f);
         assert!(a.residual_compute > a.ideal * 1.2 && (a.worker - a.ideal).abs() < 1e-6, "{a:?}");
     }
 
@@ -715,14 +660,14 @@ mod tests {
         let s = |c: f64| {
             Some(SlotStep {
                 stall: 0.0,
-                passes: smallvec![(c, 2.0 * c); 4],
+                passes: vec![(c, 2.0 * c); 4],
                 tail: 0.0,
                 comm: 0.0,
                 expected: None,
                 expected_passes: None,
             })
         };
-        let step = StepSlots { slots: vec![vec![s(10.0)], vec![s(10.0)]], transfer: vec![0.0, 0.0], measured: 0.0 };
+        let step = StepSlots::of(&[vec![s(10.0)], vec![s(10.0)]], &[0.0, 0.0]);
         // (M + P − 1) × (f + b) = 5 × 30
         assert_eq!(replay_step(&step), 150.0);
     }
@@ -733,18 +678,18 @@ mod tests {
         let s = |stall: f64, compute: f64, expected: Option<f64>, per_pass: bool| {
             Some(SlotStep {
                 stall,
-                passes: smallvec![(compute, compute * 2.0)],
+                passes: vec![(compute, compute * 2.0)],
                 tail: compute / 10.0,
                 comm: 1.0,
                 expected,
-                expected_passes: per_pass.then(|| smallvec![expected.unwrap_or(1.0)]),
+                expected_passes: per_pass.then(|| vec![expected.unwrap_or(1.0)]),
             })
         };
         let steps: Vec<StepSlots> = (0..5)
             .map(|i| {
                 let x = f64::from(i);
-                StepSlots {
-                    slots: vec![
+                StepSlots::of(
+                    &[
                         vec![s(1.0 + x, 10.0, Some(9.0), true), s(0.0, 14.0 + x, Some(15.0), true), None],
                         vec![
                             s(3.0, 11.0 * x, Some(10.0 + x), true),
@@ -752,15 +697,15 @@ mod tests {
                             s(0.5, 12.0, None, false),
                         ],
                     ],
-                    transfer: vec![2.0 + x, 3.0],
-                    measured: 0.0,
-                }
+                    &[2.0 + x, 3.0],
+                )
             })
             .collect();
-        let f = factors(&steps);
+        let f = factors(&steps[..]);
         for step in &steps {
             assert!(!pipelined(step));
             let base = Baseline::of(step, &f);
+            let (mut keeps, mut expected) = (Vec::new(), Vec::new());
             for bits in 0..64u8 {
                 let keep = Restore {
                     data_compute: bits & 1 != 0,
@@ -772,9 +717,13 @@ mod tests {
                 };
                 let mut written = step.clone();
                 restore_into(step, &f, &base, keep, &mut written);
-                let direct = replay_restored(step, &f, &base, keep, &mut StepSlots::default());
-                assert_eq!(direct, replay_step(&written), "{keep:?}");
+                keeps.push(keep);
+                expected.push(replay_step(&written));
             }
+            // All 64 ways in one pass.
+            let mut direct = Vec::new();
+            replay_restored(step, &f, &base, &keeps, &mut StepSlots::default(), &mut direct);
+            assert_eq!(direct, expected);
         }
     }
 }

@@ -12,11 +12,11 @@ use super::par;
 use super::stats::EvenSample;
 
 #[derive(Default)]
-pub struct Samples<'a> {
+pub struct Samples {
     /// Worker-steps whose sequences are known.
-    pub known_cells: Vec<&'a Cell>,
+    pub known_cells: Vec<Cell>,
     /// Micro-batches whose sequences are known.
-    pub known_micro_batches: Vec<&'a MicroBatchCell>,
+    pub known_micro_batches: Vec<MicroBatchCell>,
     /// What the cost model fits: sequences and compute of the worker-steps and micro-batches
     /// it can use ([`usable_sample`]).
     pub cell_costs: Vec<(SeqFeatures, f64)>,
@@ -48,7 +48,7 @@ fn count(frame: &Frame, si: usize) -> Counts {
     for (_, cell) in frame.step_cells(si) {
         n.known_cells += usize::from(cell.seq.known);
         n.cell_costs += usize::from(usable_sample(&cell.seq, cell.compute as f64));
-        for m in frame.micro_batches_of(cell) {
+        for m in frame.micro_batches_of(&cell) {
             n.known_micro_batches += usize::from(m.seq.known);
             n.micro_batch_costs += usize::from(usable_sample(&m.seq, m.compute() as f64));
         }
@@ -56,18 +56,18 @@ fn count(frame: &Frame, si: usize) -> Counts {
     n
 }
 
-pub fn take(frame: &Frame) -> Samples<'_> {
+pub fn take(frame: &Frame) -> Samples {
     // Rows are counted on every core, then taken on every core, each range of rows resuming
     // the samples where the rows before it left them.
     let min_rows = par::min_rows(frame.slots.len());
-    let per_row = par::map(frame.cells.len(), min_rows, |si| count(frame, si));
+    let per_row = par::map(frame.steps.len(), min_rows, |si| count(frame, si));
     let mut before = Vec::with_capacity(per_row.len() + 1);
     let mut total = Counts::default();
     for &n in &per_row {
         before.push(total);
         total = total.plus(n);
     }
-    let parts = par::parts(frame.cells.len(), min_rows, |rows| {
+    let parts = par::parts(frame.steps.len(), min_rows, |rows| {
         let at = before.get(rows.start).copied().unwrap_or(total);
         let mut known_cells = EvenSample::resumed(total.known_cells, at.known_cells);
         let mut cell_costs = EvenSample::resumed(total.cell_costs, at.cell_costs);
@@ -80,7 +80,7 @@ pub fn take(frame: &Frame) -> Samples<'_> {
             if usable_sample(&cell.seq, cell.compute as f64) {
                 cell_costs.offer(|| (cell.seq, cell.compute as f64));
             }
-            for m in frame.micro_batches_of(cell) {
+            for m in frame.micro_batches_of(&cell) {
                 if m.seq.known {
                     known_micro_batches.offer(|| m);
                 }
@@ -111,41 +111,54 @@ pub fn take(frame: &Frame) -> Samples<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::frame::Slot;
+    use crate::analysis::frame;
     use crate::analysis::stats::{MAX_SAMPLES, evenly_spaced};
-    use crate::model::Nanos;
+    use crate::model::{
+        Job, KindTotals, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep,
+    };
 
     /// The samples taken together are the ones each reader took on its own: `evenly_spaced`
     /// of every worker-step or micro-batch it could use. Enough cells that each sample strides.
     #[test]
     fn samples_are_what_each_reader_would_take_alone() {
         let n = 3 * MAX_SAMPLES + 17;
-        let seq = |known: bool, tokens: usize| SeqFeatures { known, tokens: tokens as f64, ..SeqFeatures::default() };
-        let mut frame = Frame::default();
-        let row: Vec<Option<Cell>> = (0..n)
-            .map(|i| {
-                frame.micro_batches.push(MicroBatchCell {
-                    forward: (i % 7) as Nanos,
-                    seq: seq(i % 2 == 0, i),
-                    ..MicroBatchCell::default()
-                });
-                let (start, end) = (i as u32, i as u32 + 1);
-                (i % 11 != 0).then(|| Cell {
-                    compute: (i % 5) as Nanos,
-                    seq: seq(i % 3 != 0, i),
-                    micro_batches: start..end,
-                    ..Cell::default()
-                })
+        // In three rows, wide enough that, on a machine with several cores, each core takes some;
+        // cell `i` is step i / width of worker i % width.
+        let width = n.div_ceil(3);
+        let tokens = |known: bool, i: usize| {
+            if known { Sequences::from_lengths(SequenceKnowledge::Exact, vec![i as u32]) } else { Sequences::default() }
+        };
+        let workers = (0..width)
+            .map(|w| Worker {
+                rank: w as u32,
+                steps: (0..3)
+                    .map(|step| (step, step as usize * width + w))
+                    .filter(|&(_, i)| i < n && i % 11 != 0)
+                    .map(|(step, i)| {
+                        let mut totals = KindTotals::default();
+                        totals.add(SpanKind::Compute, (i % 5) as Nanos);
+                        WorkerStep {
+                            step,
+                            totals,
+                            sequences: tokens(i % 3 != 0, i),
+                            micro_batches: vec![MicroBatch {
+                                forward: (i % 7) as Nanos,
+                                sequences: tokens(i % 2 == 0, i),
+                                ..MicroBatch::default()
+                            }],
+                            ..WorkerStep::default()
+                        }
+                    })
+                    .collect(),
+                ..Worker::default()
             })
             .collect();
-        // In rows wide enough that, on a machine with several cores, each core takes some.
-        let width = n.div_ceil(3);
-        frame.slots = vec![Slot { rank: 0, dp: 0, stage: 0, label: String::new() }; width];
-        frame.cells = row.chunks(width).map(<[_]>::to_vec).chain([vec![None; 3]]).collect();
+        let frame = frame::build(&Job { workers });
         let s = take(&frame);
 
-        let cells = || frame.cells.iter().flatten().flatten();
-        let micro_batches = || cells().flat_map(|c| frame.micro_batches_of(c));
+        let cells = || frame.cells();
+        let all_micro_batches: Vec<MicroBatchCell> = cells().flat_map(|c| frame.micro_batches_of(&c)).collect();
+        let micro_batches = || all_micro_batches.iter();
         let tokens = |f: &SeqFeatures| f.tokens;
         let known = evenly_spaced(cells().filter(|c| c.seq.known));
         assert!(known.len() < cells().filter(|c| c.seq.known).count() && known.len() <= MAX_SAMPLES);

@@ -29,7 +29,7 @@ pub fn initiators(frame: &Frame) -> Vec<Initiator> {
         // One pass, nothing collected: this runs over every worker of every step.
         let (mut works, mut computes) = (Mean::default(), Mean::default());
         // The most work; the lowest worker index among equals.
-        let mut busiest: Option<(usize, &Cell)> = None;
+        let mut busiest: Option<(usize, Cell)> = None;
         for (w, cell) in frame.step_cells(si) {
             works.add(cell.work() as f64);
             computes.add((cell.compute + cell.optimizer) as f64);
@@ -50,7 +50,7 @@ pub fn initiators(frame: &Frame) -> Vec<Initiator> {
 /// Everything the signals look at.
 pub struct Inputs<'a> {
     pub frame: &'a Frame,
-    pub samples: &'a Samples<'a>,
+    pub samples: &'a Samples,
     pub attribution: &'a Attribution,
     pub factors: &'a Factors,
     pub fit: Option<&'a Fit>,
@@ -98,7 +98,7 @@ fn shard_cost(fit: Option<&Fit>, c: &Cell) -> f64 {
 }
 
 pub fn all(i: &Inputs<'_>) -> Vec<Signal> {
-    let with_lengths = lengths_known(i.frame);
+    let with_lengths = i.frame.lengths_known;
     let costs = step_costs(i.frame, i.fit, with_lengths);
     vec![
         max_vs_mean(&costs, with_lengths),
@@ -109,10 +109,6 @@ pub fn all(i: &Inputs<'_>) -> Vec<Signal> {
         communication_bound(i),
         host_stalls(i),
     ]
-}
-
-fn lengths_known(frame: &Frame) -> bool {
-    frame.cells.iter().flatten().flatten().any(|c| c.seq.known)
 }
 
 /// One step's shards as signals 1 and 4 compare them: the workers whose lengths are known
@@ -134,7 +130,7 @@ fn step_costs(frame: &Frame, fit: Option<&Fit>, with_lengths: bool) -> Vec<StepC
         let (mut shards, mut longest, mut max, mut mean) = (0, None::<Nanos>, 0.0f64, Mean::default());
         let mut costliest: Option<(usize, f64)> = None;
         for (w, cell) in frame.step_cells(si).filter(|(_, c)| !with_lengths || c.seq.known) {
-            let cost = shard_cost(fit, cell);
+            let cost = shard_cost(fit, &cell);
             shards += 1;
             longest = Some(longest.map_or(cell.duration, |l| l.max(cell.duration)));
             max = max.max(cost);
@@ -196,7 +192,6 @@ fn max_vs_mean(costs: &[StepCosts], with_lengths: bool) -> Signal {
 fn attention_on_longest(i: &Inputs<'_>) -> Signal {
     const ID: &str = "attention_on_longest";
     const NAME: &str = "Attention peaks on the longest documents";
-    let cells = || i.frame.cells.iter().flatten().flatten();
     // Micro-batch level where micro-batches carry lengths and times; else worker-step level.
     let mut pairs: Vec<(f64, f64)> = i
         .samples
@@ -230,9 +225,11 @@ fn attention_on_longest(i: &Inputs<'_>) -> Signal {
         return s;
     }
     // Timing signature: how unequal the micro-batches of one worker-step are.
-    let dispersion: Vec<f64> = cells()
+    let dispersion: Vec<f64> = i
+        .frame
+        .cells()
         .filter(|c| c.micro_batches.len() >= 2)
-        .map(|c| cv(&i.frame.micro_batches_of(c).iter().map(|m| m.compute() as f64).collect::<Vec<_>>()))
+        .map(|c| cv(&i.frame.micro_batches_of(&c).map(|m| m.compute() as f64).collect::<Vec<_>>()))
         .collect();
     if dispersion.is_empty() {
         return not_applicable(ID, NAME, 0.5, "No sequence lengths and no micro-batch timings to test this.");
@@ -274,7 +271,7 @@ fn compute_tracks_cost(i: &Inputs<'_>) -> Signal {
                 vec![("rho_sum_sq".into(), round(rho, 3)), ("quadratic_share".into(), round(fit.quadratic_share, 3))];
             s
         }
-        None if lengths_known(i.frame) => not_applicable(
+        None if i.frame.lengths_known => not_applicable(
             ID,
             "Compute tracks shard cost",
             0.5,

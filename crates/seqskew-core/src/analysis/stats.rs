@@ -118,7 +118,8 @@ pub fn cv(values: &[f64]) -> f64 {
 /// Ranks with ties averaged (1-based).
 fn ranks(values: &[f64]) -> Vec<f64> {
     let mut order: Vec<usize> = (0..values.len()).collect();
-    order.sort_by(|&a, &b| values.get(a).unwrap_or(&0.0).total_cmp(values.get(b).unwrap_or(&0.0)));
+    // Equal values share their average rank, so their order among themselves does not matter.
+    order.sort_unstable_by(|&a, &b| values.get(a).unwrap_or(&0.0).total_cmp(values.get(b).unwrap_or(&0.0)));
     let mut out = vec![0.0; values.len()];
     let mut i = 0;
     while i < order.len() {

@@ -11,6 +11,7 @@ use super::frame::{Cell, Frame};
 use super::par;
 use super::signals::Initiator;
 use super::stats::mean;
+use crate::model::Nanos;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepView {
@@ -81,32 +82,32 @@ fn step_views(
     usable: Option<&Fit>,
     initiators: &[Initiator],
 ) -> Views {
-    let w = frame.slots.len();
-    let mut heat = Vec::with_capacity(range.len() * w);
+    let mut heat = Vec::with_capacity(range.len() * frame.slots.len());
     let mut steps = Vec::with_capacity(range.len());
     let mut points = Vec::new();
     for (si, &step) in frame.steps.iter().enumerate().take(range.end).skip(range.start) {
-        let cells: Vec<Option<&Cell>> = (0..w).map(|wi| frame.cell(si, wi)).collect();
-        let works: Vec<f64> = cells.iter().flatten().map(|c| c.work() as f64).collect();
+        let row = frame.row(si);
+        let works: Vec<f64> = row.works().flatten().map(|w| w as f64).collect();
         let m = mean(&works);
-        heat.extend(
-            cells.iter().map(|c| c.map_or(f32::NAN, |c| if m > 0.0 { (c.work() as f64 / m) as f32 } else { 1.0 })),
-        );
-        let known: Vec<&Cell> = cells.iter().flatten().filter(|c| c.seq.known).copied().collect();
+        heat.extend(row.works().map(|w| w.map_or(f32::NAN, |w| if m > 0.0 { (w as f64 / m) as f32 } else { 1.0 })));
+        let known: Vec<Cell> = row.cells().map(|(_, c)| c).filter(|c| c.seq.known).collect();
         let tokens: f64 = known.iter().map(|c| c.seq.tokens).sum();
         let documents: f64 = known.iter().map(|c| c.seq.documents).sum();
         for c in &known {
             let x = usable.map_or(c.seq.sum_sq, |f| f.predict(&c.seq) / 1e9);
             points.push((x as f32, (c.compute as f64 / 1e9) as f32));
         }
+        let present = |column: &[Nanos]| -> Nanos {
+            column.iter().zip(row.present).filter(|(_, p)| **p).map(|(&x, _)| x).max().unwrap_or(0)
+        };
         steps.push(StepView {
             step,
-            time_s: cells.iter().flatten().map(|c| c.duration).max().unwrap_or(0) as f64 / 1e9,
+            time_s: present(row.duration) as f64 / 1e9,
             ideal_s: ideal_per_step.get(si).copied().unwrap_or(0.0) / 1e9,
             max_len: known.iter().map(|c| c.seq.max_len).fold(0.0, f64::max),
             mean_len: if documents > 0.0 { tokens / documents } else { 0.0 },
             max_sum_sq: known.iter().map(|c| c.seq.sum_sq).fold(0.0, f64::max),
-            max_attention_s: cells.iter().flatten().map(|c| c.attention).max().unwrap_or(0) as f64 / 1e9,
+            max_attention_s: present(row.attention) as f64 / 1e9,
             tokens,
             initiator: initiators.iter().find(|i| i.step == step).map(|i| i.worker),
         });

@@ -4,9 +4,11 @@
 
 use super::costmodel::Fit;
 use super::frame::Frame;
+use super::frame::SeqFeatures;
 use super::par;
-use super::replay::{StepSlots, replay_step};
+use super::replay::replay_step;
 use super::signals::features_of;
+use super::slots::{StepSlots, Steps};
 use std::collections::BTreeSet;
 
 use crate::balance::{Method, karmarkar_karp_is_tractable, members, partition};
@@ -52,9 +54,11 @@ const METHODS: [(&str, Option<Method>, bool); 5] = [
 /// worker whose documents stand for the replica's.
 fn replica_workers(frame: &Frame, step: usize) -> Vec<Option<usize>> {
     let mut first = vec![None; frame.dp_size];
+    let row = frame.row(step);
     for (wi, slot) in frame.slots.iter().enumerate() {
         if slot.stage == 0
-            && frame.cell(step, wi).is_some_and(|c| c.seq.known)
+            && row.present.get(wi).copied().unwrap_or(false)
+            && row.seq.known(wi)
             && let Some(f) = first.get_mut(slot.dp).filter(|f| f.is_none())
         {
             *f = Some(wi);
@@ -65,8 +69,20 @@ fn replica_workers(frame: &Frame, step: usize) -> Vec<Option<usize>> {
 
 /// Worker `wi`'s documents in one step: per micro-batch (one bin when unknown).
 fn replica_documents(job: &Job, frame: &Frame, step: usize, wi: usize) -> Option<Vec<Vec<u32>>> {
-    let (w, k) = frame.cell(step, wi)?.source;
-    let ws = job.workers.get(w as usize)?.steps.get(k as usize)?;
+    let number = frame.steps.get(step).copied()?;
+    let steps = &job.workers.get(wi)?.steps;
+    // The first of the worker's steps with that number, as the table took it: where a worker
+    // has every step, the table's own index (a search would read a dozen cold steps).
+    let at = match steps.get(step) {
+        Some(s)
+            if s.step == number
+                && step.checked_sub(1).is_none_or(|i| steps.get(i).is_some_and(|p| p.step < number)) =>
+        {
+            step
+        }
+        _ => steps.partition_point(|s| s.step < number),
+    };
+    let ws = steps.get(at).filter(|s| s.step == number)?;
     let per_mb: Vec<Vec<u32>> = ws.micro_batches.iter().map(|m| m.sequences.lengths.clone()).collect();
     if !per_mb.is_empty() && per_mb.iter().all(|l| !l.is_empty()) {
         Some(per_mb)
@@ -85,11 +101,15 @@ fn outlier(frame: &Frame, fit: &Fit) -> Option<(u64, u32, f64)> {
         let step = frame.steps.get(si).copied()?;
         let mut seen = vec![false; frame.dp_size];
         let (mut total, mut longest) = (0.0, 0.0f64);
+        let row = frame.row(si);
         for (wi, slot) in frame.slots.iter().enumerate() {
-            let Some(cell) = frame.cell(si, wi).filter(|c| slot.stage == 0 && c.seq.known) else { continue };
+            let present = row.present.get(wi).copied().unwrap_or(false);
+            if !(present && slot.stage == 0 && row.seq.known(wi)) {
+                continue;
+            }
             let Some(first) = seen.get_mut(slot.dp).filter(|s| !**s) else { continue };
             *first = true;
-            let f = &cell.seq;
+            let f = &row.seq.get(wi);
             total += fit.per_doc * f.documents + fit.per_token * f.tokens + fit.per_token_sq * f.sum_sq;
             longest = longest.max(f.max_len);
         }
@@ -106,24 +126,26 @@ fn outlier(frame: &Frame, fit: &Fit) -> Option<(u64, u32, f64)> {
     worst
 }
 
-pub fn what_ifs(job: &Job, frame: &Frame, steps: &[StepSlots], fit: &Fit) -> WhatIfs {
+pub fn what_ifs(job: &Job, frame: &Frame, steps: &impl Steps, fit: &Fit) -> WhatIfs {
     let replicas_of = |si: usize| -> Option<Vec<Vec<Vec<u32>>>> {
         replica_workers(frame, si).into_iter().map(|wi| replica_documents(job, frame, si, wi?)).collect()
     };
     // Every step re-deals all its documents several times: on big jobs, an evenly spaced
     // sample of steps (the stride is set by the first step with documents).
-    let Some((first, documents)) = (0..steps.len())
+    let Some((first, documents)) = (0..steps.count())
         .find_map(|si| replicas_of(si).map(|r| (si, r.iter().flatten().map(Vec::len).sum::<usize>().max(1))))
     else {
         return WhatIfs::default();
     };
     let affordable = (SAMPLED_DOCUMENTS / documents).clamp(MIN_SAMPLED_STEPS, MAX_SAMPLED_STEPS);
-    let every = steps.len().saturating_sub(first).div_ceil(affordable).max(1);
-    let sampled: Vec<usize> = (first..steps.len()).step_by(every).collect();
+    let every = steps.count().saturating_sub(first).div_ceil(affordable).max(1);
+    let sampled: Vec<usize> = (first..steps.count()).step_by(every).collect();
     // The sampled steps are independent: re-dealt on every core, summed in step order.
     let per_step = par::map(sampled.len(), 1, |i| {
         let si = sampled.get(i).copied()?;
-        step_what_ifs(replicas_of(si)?, steps.get(si)?, frame.dp_size, fit)
+        let mut step = StepSlots::default();
+        steps.fill(si, &mut step);
+        step_what_ifs(replicas_of(si)?, &step, frame.dp_size, fit)
     });
     let mut totals = vec![0.0; METHODS.len()];
     let mut imbalance = vec![0.0; METHODS.len()];
@@ -175,55 +197,116 @@ fn step_what_ifs(
     }
     let costs: Vec<f64> = docs.iter().map(|&l| doc_cost(l)).collect();
     let bin_cost = |bin: &[u32]| fit.predict(&features_of(bin)).max(1.0);
-    let current_cost: Vec<Vec<f64>> = replicas.iter().map(|r| r.iter().map(|b| bin_cost(b)).collect()).collect();
+    let current = PerRank::of(replicas.iter().map(|r| r.iter().map(|b| bin_cost(b))));
     let methods = METHODS
         .iter()
         .map(|(_, method, by_tokens)| {
-            let new_bins: Vec<Vec<Vec<u32>>> = match method {
-                None => replicas.clone(),
+            let dealt;
+            let new = match method {
+                None => &current,
                 Some(Method::KarmarkarKarp) if !karmarkar_karp_is_tractable(docs.len(), dp_size) => return None,
                 Some(m) => {
                     let key: Vec<f64> =
                         if *by_tokens { docs.iter().map(|&l| f64::from(l)).collect() } else { costs.clone() };
-                    members(&partition(&key, dp_size, *m), dp_size)
-                        .into_iter()
-                        .map(|mine| {
+                    let ranks = partition(&key, dp_size, *m);
+                    dealt = if micro_batches == 1 {
+                        one_bin_each(&docs, &ranks, dp_size, fit)
+                    } else {
+                        let document = |i: &usize| docs.get(*i).copied();
+                        PerRank::of(members(&ranks, dp_size).into_iter().map(|mine| {
                             let mine_key: Vec<f64> = mine.iter().map(|&i| key.get(i).copied().unwrap_or(0.0)).collect();
-                            members(&partition(&mine_key, micro_batches, *m), micro_batches)
-                                .into_iter()
-                                .map(|mb| {
-                                    mb.iter().filter_map(|&j| mine.get(j).and_then(|&i| docs.get(i)).copied()).collect()
-                                })
-                                .collect()
-                        })
-                        .collect()
+                            members(&partition(&mine_key, micro_batches, *m), micro_batches).into_iter().map(
+                                move |mb| {
+                                    let bin: Vec<u32> =
+                                        mb.iter().filter_map(|&j| mine.get(j).and_then(document)).collect();
+                                    bin_cost(&bin)
+                                },
+                            )
+                        }))
+                    };
+                    &dealt
                 }
             };
-            let new_cost: Vec<Vec<f64>> = new_bins.iter().map(|r| r.iter().map(|b| bin_cost(b)).collect()).collect();
-            let per_rank: Vec<f64> = new_cost.iter().map(|r| r.iter().sum()).collect();
-            Some((replay_step(&scaled(step, &current_cost, &new_cost)), crate::balance::imbalance(&per_rank)))
+            let per_rank: Vec<f64> = (0..new.len()).map(|d| new.get(d).iter().sum()).collect();
+            Some((replay_step(&scaled(step, &current, new)), crate::balance::imbalance(&per_rank)))
         })
         .collect();
     Some(methods)
 }
 
+/// Each rank's predicted cost when its documents (`docs[i]` dealt to `ranks[i]`) form one bin:
+/// their features summed in document order, as [`features_of`] the bin would.
+fn one_bin_each(docs: &[u32], ranks: &[usize], dp_size: usize, fit: &Fit) -> PerRank {
+    // Float sums start at negative zero, as `Iterator::sum` does.
+    let mut bins = vec![(0usize, -0.0f64, 0u32, -0.0f64); dp_size];
+    for (&l, &r) in docs.iter().zip(ranks) {
+        if let Some((documents, tokens, max_len, sum_sq)) = bins.get_mut(r) {
+            *documents += 1;
+            *tokens += f64::from(l);
+            *max_len = (*max_len).max(l);
+            *sum_sq += f64::from(l) * f64::from(l);
+        }
+    }
+    PerRank::of(bins.into_iter().map(|(documents, tokens, max_len, sum_sq)| {
+        let features = SeqFeatures {
+            known: true,
+            documents: documents as f64,
+            tokens,
+            max_len: f64::from(max_len),
+            sum_sq,
+            quadratic: sum_sq,
+        };
+        std::iter::once(fit.predict(&features).max(1.0))
+    }))
+}
+
+/// A number per micro-batch of each data-parallel rank, in one list.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct PerRank {
+    /// Where each rank's numbers start; one more entry than ranks.
+    starts: Vec<usize>,
+    values: Vec<f64>,
+}
+
+impl PerRank {
+    fn of<R: IntoIterator<Item = f64>>(ranks: impl Iterator<Item = R>) -> Self {
+        let mut out = PerRank { starts: vec![0], values: Vec::new() };
+        for rank in ranks {
+            out.values.extend(rank);
+            out.starts.push(out.values.len());
+        }
+        out
+    }
+
+    fn len(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+
+    fn get(&self, d: usize) -> &[f64] {
+        let (start, end) = (self.starts.get(d).copied().unwrap_or(0), self.starts.get(d + 1).copied().unwrap_or(0));
+        self.values.get(start..end.max(start)).unwrap_or_default()
+    }
+}
+
 /// The step with each replica's passes scaled by new/old predicted cost (per micro-batch where
 /// both sides have the same micro-batches, else per replica).
-fn scaled(step: &StepSlots, old: &[Vec<f64>], new: &[Vec<f64>]) -> StepSlots {
+fn scaled(step: &StepSlots, old: &PerRank, new: &PerRank) -> StepSlots {
     let mut out = step.clone();
-    for row in &mut out.slots {
-        for (d, slot) in row.iter_mut().enumerate() {
-            let (Some(s), Some(o), Some(n)) = (slot.as_mut(), old.get(d), new.get(d)) else { continue };
-            let per_mb = s.passes.len() == o.len() && o.len() == n.len() && o.len() > 1;
-            let whole = n.iter().sum::<f64>() / o.iter().sum::<f64>().max(1.0);
-            for (m, p) in s.passes.iter_mut().enumerate() {
-                let r = if per_mb {
-                    n.get(m).copied().unwrap_or(1.0) / o.get(m).copied().unwrap_or(1.0).max(1.0)
-                } else {
-                    whole
-                };
-                *p = (p.0 * r, p.1 * r);
-            }
+    let passes = step.passes_per_slot();
+    for ((p, d), _) in step.present_slots() {
+        if d >= old.len() || d >= new.len() {
+            continue;
+        }
+        let (o, n) = (old.get(d), new.get(d));
+        let per_mb = passes == o.len() && o.len() == n.len() && o.len() > 1;
+        let whole = n.iter().sum::<f64>() / o.iter().sum::<f64>().max(1.0);
+        for (m, pass) in out.passes_mut((p, d)).iter_mut().enumerate() {
+            let r = if per_mb {
+                n.get(m).copied().unwrap_or(1.0) / o.get(m).copied().unwrap_or(1.0).max(1.0)
+            } else {
+                whole
+            };
+            *pass = (pass.0 * r, pass.1 * r);
         }
     }
     out

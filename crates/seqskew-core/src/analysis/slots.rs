@@ -1,0 +1,314 @@
+//! One step as the replay sees it: a slot per (pipeline stage, data-parallel rank), each the
+//! busiest tensor/context-parallel replica of its place, with its passes, stall, tail and what
+//! the cost model expects of its data.
+//!
+//! Steps are made one at a time from the table, into a buffer that is reused: a whole job's
+//! slots would be a second copy of the table (400 MB at 4096 workers × 1000 steps, every page
+//! of it a page fault), while one step's fit in the cache.
+
+use super::costmodel::Fit;
+use super::frame::Frame;
+use super::stats::median;
+use crate::model::Nanos;
+
+/// One step as the replay sees it (seconds as f64 nanoseconds, so factors scale without
+/// rounding): a slot per (stage, data-parallel rank), stage by stage, column by column. Every
+/// present slot has as many passes as the others: one per micro-batch, or one holding all its
+/// compute.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepSlots {
+    dps: usize,
+    passes_per_slot: usize,
+    /// Stage by stage, `dps` a stage.
+    slots: Vec<SlotTimes>,
+    /// (forward, backward) of each slot's passes, `passes_per_slot` a slot.
+    passes: Vec<(f64, f64)>,
+    /// The compute the cost model expects of each pass (parallel to `passes`), for the slots
+    /// whose micro-batches carry lengths.
+    expected_passes: Vec<f64>,
+    /// Transfer time of each stage's gradient collective (the least any slot spent in it).
+    pub transfer: Vec<f64>,
+    pub measured: f64,
+}
+
+/// A slot's own numbers (its passes are apart: see [`StepSlots`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct SlotTimes {
+    present: bool,
+    /// Whether its micro-batches carry lengths (its passes' `expected_passes` are known).
+    expected_passes: bool,
+    stall: f64,
+    /// Optimizer, other work, and compute outside the micro-batches.
+    tail: f64,
+    /// Time in the step's collectives, waiting included (pipeline send/recv excluded: the
+    /// replay's schedule accounts for those waits).
+    comm: f64,
+    /// The compute the cost model expects for the slot's data, when lengths are known.
+    expected: Option<f64>,
+}
+
+/// One slot of a step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Slot<'a> {
+    pub stall: f64,
+    pub passes: &'a [(f64, f64)],
+    pub tail: f64,
+    pub comm: f64,
+    pub expected: Option<f64>,
+    pub expected_passes: Option<&'a [f64]>,
+}
+
+impl Slot<'_> {
+    pub fn compute(&self) -> f64 {
+        self.passes.iter().map(|p| p.0 + p.1).sum()
+    }
+}
+
+impl StepSlots {
+    /// `stages` × `dps` absent slots of `passes_per_slot` passes each (allocations kept).
+    pub fn reset(&mut self, stages: usize, dps: usize, passes_per_slot: usize) {
+        let n = stages * dps;
+        self.dps = dps;
+        self.passes_per_slot = passes_per_slot;
+        self.slots.clear();
+        self.slots.resize(n, SlotTimes::default());
+        self.passes.clear();
+        self.passes.resize(n * passes_per_slot, (0.0, 0.0));
+        self.expected_passes.clear();
+        self.expected_passes.resize(n * passes_per_slot, 0.0);
+        self.transfer.clear();
+        self.measured = 0.0;
+    }
+
+    pub fn stages(&self) -> usize {
+        self.slots.len().checked_div(self.dps).unwrap_or(0)
+    }
+
+    pub fn dps(&self) -> usize {
+        self.dps
+    }
+
+    pub fn passes_per_slot(&self) -> usize {
+        self.passes_per_slot
+    }
+
+    fn index(&self, (p, d): (usize, usize)) -> Option<usize> {
+        (d < self.dps).then(|| p * self.dps + d)
+    }
+
+    fn passes_of(&self, i: usize) -> std::ops::Range<usize> {
+        i * self.passes_per_slot..(i + 1) * self.passes_per_slot
+    }
+
+    /// Slot `i` (stage-major), where present.
+    fn at(&self, i: usize) -> Option<Slot<'_>> {
+        let t = self.slots.get(i).filter(|t| t.present)?;
+        let passes = self.passes_of(i);
+        Some(Slot {
+            stall: t.stall,
+            passes: self.passes.get(passes.clone()).unwrap_or_default(),
+            tail: t.tail,
+            comm: t.comm,
+            expected: t.expected,
+            expected_passes: t.expected_passes.then(|| self.expected_passes.get(passes).unwrap_or_default()),
+        })
+    }
+
+    /// Slot (p, d), where present.
+    pub fn slot(&self, p: usize, d: usize) -> Option<Slot<'_>> {
+        self.at(self.index((p, d))?)
+    }
+
+    /// Stage `p`'s slots, by data-parallel rank.
+    pub fn stage(&self, p: usize) -> impl Iterator<Item = Option<Slot<'_>>> + '_ {
+        let first = p * self.dps;
+        (first..first + self.dps).map(|i| self.at(i))
+    }
+
+    /// The present slots, stage by stage, with their (stage, data-parallel rank).
+    pub fn present_slots(&self) -> impl Iterator<Item = ((usize, usize), Slot<'_>)> + '_ {
+        let dps = self.dps.max(1);
+        (0..self.slots.len()).filter_map(move |i| Some(((i / dps, i % dps), self.at(i)?)))
+    }
+
+    /// Makes slot (p, d) present with these times; its passes are then written with
+    /// [`StepSlots::passes_mut`].
+    pub fn set(&mut self, at: (usize, usize), stall: f64, tail: f64, comm: f64, expected: Option<f64>) {
+        if let Some(t) = self.index(at).and_then(|i| self.slots.get_mut(i)) {
+            *t = SlotTimes { present: true, expected_passes: t.expected_passes, stall, tail, comm, expected };
+        }
+    }
+
+    /// Sets a present slot's stall and tail.
+    pub fn set_stall_and_tail(&mut self, at: (usize, usize), stall: f64, tail: f64) {
+        if let Some(t) = self.index(at).and_then(|i| self.slots.get_mut(i)) {
+            (t.stall, t.tail) = (stall, tail);
+        }
+    }
+
+    /// Slot (p, d)'s passes, to write.
+    pub fn passes_mut(&mut self, at: (usize, usize)) -> &mut [(f64, f64)] {
+        let range = self.index(at).map(|i| self.passes_of(i)).unwrap_or_default();
+        self.passes.get_mut(range).unwrap_or_default()
+    }
+
+    /// Slot (p, d)'s expected passes, to write; they count once written.
+    pub fn expected_passes_mut(&mut self, at: (usize, usize)) -> &mut [f64] {
+        let Some(i) = self.index(at) else { return &mut [] };
+        if let Some(t) = self.slots.get_mut(i) {
+            t.expected_passes = true;
+        }
+        let range = self.passes_of(i);
+        self.expected_passes.get_mut(range).unwrap_or_default()
+    }
+}
+
+/// Where the replay's steps come from: the table ([`FromFrame`]), or steps made by hand.
+pub trait Steps: Sync {
+    fn count(&self) -> usize;
+    /// Writes step `i` into `out`, reusing its allocations.
+    fn fill(&self, i: usize, out: &mut StepSlots);
+    /// Stages and data-parallel ranks: the most slots of any step's rows, and of any row.
+    fn shape(&self) -> (usize, usize);
+}
+
+impl Steps for [StepSlots] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn fill(&self, i: usize, out: &mut StepSlots) {
+        if let Some(step) = self.get(i) {
+            out.clone_from(step);
+        }
+    }
+
+    fn shape(&self) -> (usize, usize) {
+        let stages = self.iter().map(StepSlots::stages).max().unwrap_or(1);
+        let dps = self.iter().map(StepSlots::dps).max().unwrap_or(1);
+        (stages, dps)
+    }
+}
+
+/// The steps of a table. Micro-batch passes are used when every slot of the step has the same
+/// number of them. With a usable cost model, each slot also gets the compute its data should
+/// take.
+pub struct FromFrame<'a> {
+    frame: &'a Frame,
+    fit: Option<&'a Fit>,
+    mb_fit: Option<&'a Fit>,
+}
+
+impl<'a> FromFrame<'a> {
+    pub fn new(frame: &'a Frame, fit: Option<&'a Fit>, mb_fit: Option<&'a Fit>) -> Self {
+        FromFrame { frame, fit: fit.filter(|f| f.usable()), mb_fit: mb_fit.filter(|f| f.usable()) }
+    }
+}
+
+impl Steps for FromFrame<'_> {
+    fn count(&self) -> usize {
+        self.frame.steps.len()
+    }
+
+    fn shape(&self) -> (usize, usize) {
+        (self.frame.stages.max(1), self.frame.dp_size.max(1))
+    }
+
+    fn fill(&self, si: usize, out: &mut StepSlots) {
+        let frame = self.frame;
+        let row = frame.row(si);
+        let (stages, dps) = (frame.stages.max(1), frame.dp_size.max(1));
+        // The busiest replica of each slot (the first of equals): (worker, its work).
+        let mut best: Vec<Option<(usize, Nanos)>> = vec![None; stages * dps];
+        let mut measured = 0.0f64;
+        for (wi, ((work, &duration), slot)) in row.works().zip(row.duration).zip(&frame.slots).enumerate() {
+            let Some(work) = work else { continue };
+            measured = measured.max(duration as f64);
+            if let Some(b) = best.get_mut(slot.stage * dps + slot.dp).filter(|_| slot.dp < dps)
+                && b.is_none_or(|(_, most)| work > most)
+            {
+                *b = Some((wi, work));
+            }
+        }
+        let mut counts = best.iter().flatten().map(|&(wi, _)| row.micro_batches(wi).len());
+        let first = counts.next();
+        let uniform = first.is_some_and(|n| n > 0 && counts.all(|m| m == n));
+        out.reset(stages, dps, if uniform { first.unwrap_or(1) } else { 1 });
+        let mut least = f64::INFINITY;
+        // Per stage, its transfer where every slot's collectives carry timestamps.
+        let mut measured_transfer: Vec<Option<f64>> = Vec::with_capacity(stages);
+        let at = |column: &[Nanos], wi: usize| column.get(wi).copied().unwrap_or(0) as f64;
+        for (p, stage) in best.chunks(dps).enumerate() {
+            let (mut present, mut transfers) = (0usize, Vec::new());
+            for (d, &(wi, _)) in stage.iter().enumerate().filter_map(|(d, b)| Some((d, b.as_ref()?))) {
+                present += 1;
+                transfers.extend(row.transfer.get(wi).copied().flatten().map(|t| t as f64));
+                let mbs = frame.micro_batches_in(row.micro_batches(wi));
+                let compute = at(row.compute, wi);
+                let passes = out.passes_mut((p, d));
+                if uniform {
+                    for (pass, m) in passes.iter_mut().zip(mbs.clone()) {
+                        *pass = (m.forward as f64, m.backward as f64);
+                    }
+                } else if let Some(pass) = passes.first_mut() {
+                    *pass = (compute, 0.0);
+                }
+                let in_passes: f64 = passes.iter().map(|p| p.0 + p.1).sum();
+                let tail = at(row.optimizer, wi) + at(row.other, wi) + (compute - in_passes).max(0.0);
+                let comm = at(row.collectives, wi);
+                let expected = self.fit.filter(|_| row.seq.known(wi)).map(|f| f.predict(&row.seq.get(wi)));
+                out.set((p, d), at(row.stall, wi), tail, comm, expected);
+                if let Some(f) = self.mb_fit.filter(|_| uniform && mbs.clone().all(|m| m.seq.known)) {
+                    for (e, m) in out.expected_passes_mut((p, d)).iter_mut().zip(mbs) {
+                        *e = f.predict(&m.seq).max(0.0);
+                    }
+                }
+                least = least.min(comm);
+            }
+            measured_transfer.push((!transfers.is_empty() && transfers.len() == present).then(|| median(&transfers)));
+        }
+        // Elsewhere, the least time any slot spent in collectives: the last to arrive barely
+        // waits (and in a pipeline, the stage that finishes last does not wait for the others
+        // at the end of the step).
+        let least = if least.is_finite() { least } else { 0.0 };
+        out.transfer.clear();
+        out.transfer.extend(measured_transfer.into_iter().map(|t| t.unwrap_or(least)));
+        out.measured = measured;
+    }
+}
+
+/// One slot, owned: to make steps by hand in tests.
+#[cfg(test)]
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SlotStep {
+    pub stall: f64,
+    pub passes: Vec<(f64, f64)>,
+    pub tail: f64,
+    pub comm: f64,
+    pub expected: Option<f64>,
+    pub expected_passes: Option<Vec<f64>>,
+}
+
+#[cfg(test)]
+impl StepSlots {
+    /// A step of these rows of slots (every present one with as many passes).
+    pub fn of(rows: &[Vec<Option<SlotStep>>], transfer: &[f64]) -> Self {
+        let dps = rows.iter().map(Vec::len).max().unwrap_or(0);
+        let passes = rows.iter().flatten().flatten().map(|s| s.passes.len()).max().unwrap_or(1);
+        let mut step = StepSlots::default();
+        step.reset(rows.len(), dps, passes);
+        for (p, row) in rows.iter().enumerate() {
+            for (d, s) in row.iter().enumerate() {
+                let Some(s) = s else { continue };
+                assert_eq!(s.passes.len(), passes, "every slot of a step has as many passes");
+                step.set((p, d), s.stall, s.tail, s.comm, s.expected);
+                step.passes_mut((p, d)).copy_from_slice(&s.passes);
+                if let Some(e) = &s.expected_passes {
+                    step.expected_passes_mut((p, d)).copy_from_slice(e);
+                }
+            }
+        }
+        step.transfer = transfer.to_vec();
+        step
+    }
+}
