@@ -105,6 +105,17 @@ mod tests {
     }
 
     #[test]
+    fn every_item_is_worked_on_once() {
+        let mut items: Vec<(usize, u32)> = vec![(usize::MAX, 0); 1000];
+        each_mut(&mut items, |i, item| {
+            item.0 = i;
+            item.1 += 1;
+        });
+        assert!(items.iter().enumerate().all(|(i, &(seen, times))| seen == i && times == 1));
+        each_mut(&mut [] as &mut [u8], |_, _| unreachable!("no items"));
+    }
+
+    #[test]
     fn results_come_back_in_order_whatever_the_split() {
         let squares: Vec<u64> = (0..10_000u64).map(|i| i * i).collect();
         assert_eq!(map(10_000, 1, |i| (i as u64) * (i as u64)), squares);

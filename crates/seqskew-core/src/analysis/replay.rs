@@ -444,19 +444,31 @@ fn replay_restored(
         return;
     }
     ends.resize(keeps.len(), 0.0);
+    // Ways that take nothing from the slot itself (its stall and tail the step's, its passes
+    // the step's mean scaled by at most the stage factor) restore every slot of a stage alike:
+    // the first present one stands for all of them (the latest of equal arrivals is that one).
+    let alike: Vec<bool> = keeps
+        .iter()
+        .map(|k| !(k.data_compute || k.residual_compute || k.worker_factors || k.residual_stalls || *k == Restore::ALL))
+        .collect();
     // Per way: the stage's latest arrival at its collective and its longest tail.
     let mut stage: Vec<(f64, Option<f64>)> = vec![(0.0, None); keeps.len()];
     for p in 0..step.stages() {
         stage.fill((0.0, None));
+        let mut first = true;
         for (d, s) in step.stage(p).enumerate() {
             let Some(s) = s else { continue };
             let slot = Restorer::new(s, (p, d), f, base);
-            for ((arrival, longest_tail), &keep) in stage.iter_mut().zip(keeps) {
+            for (((arrival, longest_tail), &keep), &alike) in stage.iter_mut().zip(keeps).zip(&alike) {
+                if alike && !first {
+                    continue;
+                }
                 let mut compute = -0.0;
                 let (stall, tail) = slot.restore(keep, |x| compute += x.0 + x.1);
                 *arrival = arrival.max(stall + compute);
                 *longest_tail = Some(longest_tail.map_or(tail, |t| t.max(tail)));
             }
+            first = false;
         }
         for ((end, &(arrival, longest_tail)), keep) in ends.iter_mut().zip(&stage).zip(keeps) {
             // Rounding is monotonic, so adding to the longest tail is the longest of the sums.
