@@ -52,14 +52,24 @@ function fixture(relative) {
   return { name: relative.split("/").pop(), bytes: readFileSync(join(FIXTURES, relative)) };
 }
 
+/** Bytes as base64, to cross into the page (an array of numbers takes seconds a megabyte). */
+function base64(bytes) {
+  return Buffer.from(bytes).toString("base64");
+}
+
 /** Drops files on the page with a real DataTransfer drop event. */
 async function dropFiles(page, files) {
-  const payload = files.map(({ name, bytes }) => ({ name, data: Array.from(bytes) }));
+  const payload = files.map(({ name, bytes }) => ({ name, data: base64(bytes) }));
   const transfer = await page.evaluateHandle((items) => {
     const dt = new DataTransfer();
-    for (const { name, data } of items) dt.items.add(new File([new Uint8Array(data)], name));
+    for (const { name, data } of items) dt.items.add(new File([Uint8Array.from(atob(data), (c) => c.charCodeAt(0))], name));
     return dt;
   }, payload);
+  await drop(page, transfer);
+}
+
+/** Dispatches a drag and drop of a DataTransfer (a handle to one in the page). */
+async function drop(page, transfer) {
   for (const type of ["dragenter", "dragover", "drop"]) await page.dispatchEvent("main", type, { dataTransfer: transfer });
 }
 
@@ -105,7 +115,7 @@ test("dropping the random-batching fixture: sequence-length imbalance", async (t
   const timing = page.locator(".timing");
   assert.equal(Number(await timing.getAttribute("data-bytes")), files.reduce((n, f) => n + f.bytes.length, 0));
   assert.ok(Number(await timing.getAttribute("data-read-ms")) >= 0 && Number(await timing.getAttribute("data-analysis-ms")) >= 0);
-  assert.match(await timing.innerText(), /^Read and imported .* in \d+\.\d s( \(\d+ MiB\/s\))?, analysed in \d+\.\d s/);
+  assert.match(await timing.innerText(), /^Read and imported .* in \d+\.\d s( \(\d+ MiB\/s\))?( by \d workers)?, analysed in \d+\.\d s/);
   await page.screenshot({ path: join(SHOTS, "dp2-random.png"), fullPage: true });
 });
 
@@ -117,27 +127,61 @@ test("the file picker with the slow-rank fixture: a slow worker", async (t) => {
   assert.match(await page.locator("#verdict .headline").innerText(), /rank 1/);
 });
 
-test("a broken file beside a good one: its problem is listed and the good one is analysed", async (t) => {
+test("a broken file beside good ones: its problem is listed and the good ones are analysed", async (t) => {
   const { page } = await open(t);
   await verdictFor(page, ["seqlen-imbalance.trace.json"]);
-  const good = fixture("pytorch-cpu-dp2/dp2-random/rank0.pt.trace.json.gz");
-  await dropFiles(page, [good, { name: "broken.json", bytes: Buffer.from('{"traceEvents": [') }]);
-  assert.ok(await verdictFor(page, [good.name, "broken.json"]));
+  // Enough bytes to be shared among workers: the broken file's diagnostic comes back from
+  // whichever worker read it, and the files keep the order they were dropped in.
+  const good = ["rank0", "rank1"].map((r) => fixture(`pytorch-cpu-dp2/dp2-random/${r}.pt.trace.json.gz`));
+  const broken = { name: "broken.json", bytes: Buffer.from('{"traceEvents": [') };
+  await dropFiles(page, [good[0], broken, good[1]]);
+  assert.equal(await verdictFor(page, [good[0].name, "broken.json", good[1].name]), "sequence_length_imbalance");
   await showView(page, "files");
   assert.match(await page.locator(".files table").innerText(), /PyTorch profiler \(Kineto\) trace/);
   assert.match(await page.locator(".diagnostics").innerText(), /broken\.json.*ends before any trace events/);
   await page.screenshot({ path: join(SHOTS, "files.png"), fullPage: true });
 });
 
+test("a large drop is shared among workers: every file read once, the report in the order dropped", async (t) => {
+  const { page } = await open(t);
+  await verdictFor(page, ["seqlen-imbalance.trace.json"]);
+  // Eight ranks' step logs of 4 MB each, made in the page: rank r draws documents of
+  // 100–8100 tokens, the longest on a different rank every step.
+  const transfer = await page.evaluateHandle(() => {
+    const dt = new DataTransfer();
+    for (let rank = 0; rank < 8; rank++) {
+      const lines = [];
+      for (let step = 1, bytes = 0; bytes < 4 << 20; step++) {
+        const heavy = step % 8 === rank;
+        const lengths = Array.from({ length: 400 }, (_, i) => 100 + ((i * 37 + step * 11 + rank * 7) % 200) + (heavy && i === 0 ? 8000 : 0));
+        const line = JSON.stringify({ step, rank, step_s: 1 + (heavy ? 0.5 : 0), lengths }) + "\n";
+        lines.push(line);
+        bytes += line.length;
+      }
+      dt.items.add(new File(lines, `rank${rank}.jsonl`));
+    }
+    return dt;
+  });
+  await drop(page, transfer);
+  const names = Array.from({ length: 8 }, (_, r) => `rank${r}.jsonl`);
+  assert.ok(await verdictFor(page, names));
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  const workers = Number(await page.locator(".timing").getAttribute("data-import-workers"));
+  assert.ok(workers >= Math.min(2, cores) && workers <= Math.min(cores, 8), `${workers} workers read the files on ${cores} cores`);
+  await showView(page, "files");
+  assert.equal(await page.locator(".files tbody tr").count(), 8, "each file once");
+});
+
 test("a dropped folder is walked and its traces loaded", async (t) => {
   const { page } = await open(t);
   await verdictFor(page, ["seqlen-imbalance.trace.json"]);
-  const files = ["rank0.pt.trace.json.gz", "rank1.pt.trace.json.gz"].map((f) => ({ name: f, data: Array.from(readFileSync(join(DP2, "dp2-random", f))) }));
+  const files = ["rank0.pt.trace.json.gz", "rank1.pt.trace.json.gz"].map((f) => ({ name: f, data: base64(readFileSync(join(DP2, "dp2-random", f))) }));
   // Headless Chromium cannot drag a real folder: stand in for the browser's entries API (the
   // app's traversal of it is what is tested), with a README the traversal must skip.
   await page.evaluate((items) => {
-    const file = (name, data) => ({ isFile: true, isDirectory: false, name, fullPath: `/run/${name}`, file: (ok) => ok(new File([new Uint8Array(data)], name)) });
-    const entries = [...items.map(({ name, data }) => file(name, data)), file("README.md", [35, 32, 104, 105])];
+    const file = (name, bytes) => ({ isFile: true, isDirectory: false, name, fullPath: `/run/${name}`, file: (ok) => ok(new File([bytes], name)) });
+    const decoded = (data) => Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    const entries = [...items.map(({ name, data }) => file(name, decoded(data))), file("README.md", new Uint8Array([35, 32, 104, 105]))];
     const folder = { isFile: false, isDirectory: true, name: "run", fullPath: "/run", createReader: () => { let done = false; return { readEntries: (ok) => { ok(done ? [] : entries); done = true; } }; } };
     DataTransferItem.prototype.webkitGetAsEntry = function () { return folder; };
   }, files);

@@ -14,9 +14,9 @@ use crate::components::progress::ProgressBar;
 use crate::components::verdict::VerdictPanel;
 use crate::components::views::ViewsPanel;
 use crate::hash::{self, HashState};
-use crate::protocol::{InputFile, JsCodec, Request, Response, decode_result};
+use crate::protocol::{InputFile, JsCodec, Request, Response, decode};
 use crate::state::{Action, AppState, Role};
-use crate::worker::AnalysisWorker;
+use crate::worker::{AnalysisWorker, WORKER_LOADER};
 
 impl Reducible for AppState {
     type Action = Action;
@@ -25,8 +25,6 @@ impl Reducible for AppState {
     }
 }
 
-/// Where the worker's loader is, relative to the page (works from any sub-path).
-const WORKER_LOADER: &str = "./worker.js";
 /// The example shown on a first visit, and its fixed twin for compare mode.
 pub const EXAMPLE: &str = "seqlen-imbalance";
 pub const FIXED_EXAMPLE: &str = "seqlen-balanced";
@@ -37,11 +35,11 @@ fn spawn_worker(dispatch: UseReducerDispatcher<AppState>) -> WorkerBridge<Analys
         .callback(move |response| {
             let action = match response {
                 Response::Progress(p) => Action::Progress(p),
-                Response::Done { job, payload } => {
-                    Action::Finished { job, result: decode_result(&payload).map(Rc::new) }
-                }
+                Response::Done { job, payload } => Action::Finished { job, result: decode(&payload).map(Rc::new) },
                 Response::Cancelled { job } => Action::Cancelled { job },
                 Response::Crashed { message } => Action::Crashed(message),
+                // Only import workers send imports, and only to the analysis worker.
+                Response::Imported { .. } => return,
             };
             dispatch.dispatch(action);
         })

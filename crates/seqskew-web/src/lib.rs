@@ -8,6 +8,7 @@ pub mod folders;
 pub mod hash;
 pub mod js_bytes;
 pub mod protocol;
+pub mod shares;
 pub mod state;
 pub mod worker;
 

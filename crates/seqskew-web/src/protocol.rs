@@ -1,4 +1,5 @@
-//! The one message pipe between the page and the analysis worker.
+//! The one message pipe between the page and the analysis worker, and between the analysis
+//! worker and the import workers it shares a job's files with.
 //!
 //! Files cross as `Blob` handles (structured clone: no bytes are copied on the page); the
 //! worker reads them in 32 MiB slices. Results cross as one binary payload (bincode), so even a
@@ -7,6 +8,8 @@
 use std::io::{BufReader, BufWriter, Write};
 
 use gloo::worker::Codec;
+use seqskew_core::import::FileImport;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 
@@ -22,11 +25,14 @@ pub struct InputFile {
     pub blob: web_sys::Blob,
 }
 
-/// Page → worker.
+/// Page → worker (and analysis worker → import worker).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Request {
     /// Import and analyse these files as one job.
     Analyze { job: u32, files: Vec<InputFile> },
+    /// Import these files, each with its index in the job, and send them back unanalysed
+    /// ([`Response::Imported`]): an import worker's share of a job.
+    Import { job: u32, files: Vec<(u32, InputFile)> },
     /// Simulate a preset job, write it as a Chrome trace, and analyse that like a dropped file.
     Example { job: u32, preset: String },
     /// Stop job `job`; its partial results are discarded.
@@ -37,8 +43,14 @@ pub enum Request {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Response {
     Progress(Progress),
-    /// The job's result, bincode-encoded ([`decode_result`]).
+    /// The job's result, a bincode-encoded [`JobResult`] ([`decode`]).
     Done {
+        job: u32,
+        #[serde(with = "serde_wasm_bindgen::preserve")]
+        payload: js_sys::Uint8Array,
+    },
+    /// An import worker's files, bincode-encoded [`Imports`] ([`decode`]).
+    Imported {
         job: u32,
         #[serde(with = "serde_wasm_bindgen::preserve")]
         payload: js_sys::Uint8Array,
@@ -63,6 +75,9 @@ pub struct Progress {
     pub elapsed_ms: f64,
 }
 
+/// Imported files, each with its index in the job.
+pub type Imports = Vec<(u32, FileImport)>;
+
 /// What a finished job sends back: the files' summaries and, when anything could be
 /// analysed, the analysis (report and plotted series). Never the raw trace.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -86,6 +101,8 @@ pub struct Timings {
     pub read_ms: f64,
     /// Assembling the job, diagnosing it, and making what the views draw.
     pub analysis_ms: f64,
+    /// Workers that read the files: the analysis worker and the import workers it started.
+    pub import_workers: u32,
 }
 
 impl JobResult {
@@ -95,23 +112,24 @@ impl JobResult {
     }
 }
 
-/// The result as one `Uint8Array`, written straight into JavaScript memory through a small
-/// buffer: neither side ever holds a WebAssembly copy of the payload (tens of megabytes for a
-/// gigabyte of traces), since WebAssembly memory never shrinks. Empty if it cannot be written.
-pub fn encode_result(result: &JobResult) -> js_sys::Uint8Array {
-    let size = bincode::serialized_size(result).ok().and_then(|n| u32::try_from(n).ok());
+/// A payload (a result, or imports) as one `Uint8Array`, written straight into JavaScript
+/// memory through a small buffer: neither side ever holds a WebAssembly copy of it (tens of
+/// megabytes for a gigabyte of traces), since WebAssembly memory never shrinks. Empty if it
+/// cannot be written.
+pub fn encode<T: Serialize>(value: &T) -> js_sys::Uint8Array {
+    let size = bincode::serialized_size(value).ok().and_then(|n| u32::try_from(n).ok());
     let array = js_sys::Uint8Array::new_with_length(size.unwrap_or(0));
     let written = {
         let mut out = BufWriter::with_capacity(PIECE_BYTES, JsBytes::new(&array));
-        bincode::serialize_into(&mut out, result).is_ok() && out.flush().is_ok()
+        bincode::serialize_into(&mut out, value).is_ok() && out.flush().is_ok()
     };
     if written { array } else { js_sys::Uint8Array::new_with_length(0) }
 }
 
-/// Reads what [`encode_result`] wrote, a piece at a time.
-pub fn decode_result(payload: &js_sys::Uint8Array) -> Result<JobResult, String> {
+/// Reads what [`encode`] wrote, a piece at a time.
+pub fn decode<T: DeserializeOwned>(payload: &js_sys::Uint8Array) -> Result<T, String> {
     let input = BufReader::with_capacity(PIECE_BYTES, JsBytes::new(payload));
-    bincode::deserialize_from(input).map_err(|e| format!("could not read the worker's result: {e}"))
+    bincode::deserialize_from(input).map_err(|e| format!("could not read the worker's payload: {e}"))
 }
 
 /// Bytes copied between JavaScript and WebAssembly memory at a time.

@@ -2,18 +2,31 @@
 //! result. Each slice is read without blocking while the one before it is fed, and arrives as a
 //! message: between slices the worker yields to the event loop, so progress goes out and a
 //! cancel comes in while a 4 GB trace is being read.
+//!
+//! A job of several large files (one per rank, as the PyTorch profiler writes them) is shared:
+//! the analysis worker starts import workers (the same bundle, one per spare core) and reads
+//! the files from the first on, while each import worker, once started, is handed the last
+//! unclaimed file, sends its import back, and is handed the next ([`crate::shares`]). Every
+//! file in, the analysis worker assembles them in the job's order and analyses them.
+//! WebAssembly threads would need a cross-origin-isolated page, which a wiki cannot promise;
+//! workers that send their imports back need nothing.
 
 use std::cell::RefCell;
 use std::io::Read;
 
-use gloo::worker::{HandlerId, Registrable, Worker, WorkerScope};
+use gloo::worker::{HandlerId, Registrable, Spawnable, Worker, WorkerBridge, WorkerScope};
 use seqskew_core::analysis::analyze;
 use seqskew_core::diag::{Diagnostic, Severity};
 use seqskew_core::import::{FileImport, FileIngest, assemble_owned};
 use wasm_bindgen::JsCast;
 
 use crate::js_bytes::JsBytes;
-use crate::protocol::{InputFile, JobResult, JsCodec, Progress, Request, Response, Timings, encode_result};
+use crate::protocol::{Imports, InputFile, JobResult, JsCodec, Progress, Request, Response, Timings, decode, encode};
+use crate::shares::{Claims, import_workers};
+
+/// Where the worker's loader is, relative to the page or to a worker (both are beside it, so
+/// this works from any sub-path).
+pub const WORKER_LOADER: &str = "./worker.js";
 
 /// Bytes read per slice: large enough to amortise the call, small enough to stay responsive.
 pub const SLICE_BYTES: u64 = 32 << 20;
@@ -47,19 +60,34 @@ pub fn register() {
     AnalysisWorker::registrar().encoding::<JsCodec>().register();
 }
 
+/// What a job sends back when its files are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// The analysis: [`Response::Done`].
+    Analyze,
+    /// The imports, unanalysed, to the analysis worker: [`Response::Imported`].
+    Import,
+}
+
 struct RunningJob {
     id: u32,
+    role: Role,
     slice_bytes: u64,
-    files: Vec<InputFile>,
-    /// The file being read and how far.
+    /// The job's files (an import worker's: the one it was handed), each with its index in
+    /// the job.
+    files: Vec<(u32, InputFile)>,
+    /// The file being read and how far; this worker reads up to the import workers' claims.
     index: usize,
     offset: u64,
     ingest: Option<FileIngest>,
     /// Where each piece of a slice is copied before it is fed.
     buffer: Vec<u8>,
-    imports: Vec<FileImport>,
+    /// Every worker's, in the order they came in.
+    imports: Imports,
+    /// Of the files this worker read.
     bytes_done: u64,
     bytes_total: u64,
+    claims: Claims,
     started_ms: f64,
 }
 
@@ -67,6 +95,8 @@ struct RunningJob {
 pub enum Msg {
     /// A slice of job `job`'s files was read (or could not be).
     Read { job: u32, range: SliceRange, read: Result<js_sys::Uint8Array, String> },
+    /// Import worker `helper` of job `job` said this.
+    Shared { job: u32, helper: usize, response: Response },
 }
 
 /// A part of one of a job's files: `[start, end)` of file `index`. Empty for a file with
@@ -81,18 +111,47 @@ pub struct SliceRange {
 pub struct AnalysisWorker {
     /// The job being run and the bridge that asked for it.
     job: Option<(HandlerId, RunningJob)>,
+    /// The import workers sharing it (dropping one ends it).
+    import_workers: Vec<WorkerBridge<AnalysisWorker>>,
 }
 
 /// Runs a whole job synchronously, returning the payload `Done` would carry (tests, and
 /// callers that already are off the page's thread).
 pub fn run_to_completion(files: Vec<InputFile>, slice_bytes: u64) -> js_sys::Uint8Array {
-    let mut job = RunningJob::new(0, files, slice_bytes);
+    let mut job = RunningJob::new(0, Role::Analyze, indexed(files), slice_bytes);
     while let Some(range) = job.next_range() {
         let read =
             job.blob_of(range).map_or_else(|| Ok(js_sys::Uint8Array::new_with_length(0)), |b| read_slice(&b, range));
         job.accept(read);
     }
-    encode_result(&job.finish())
+    encode(&job.finish())
+}
+
+/// Files with their indices in the job.
+fn indexed(files: Vec<InputFile>) -> Vec<(u32, InputFile)> {
+    (0u32..).zip(files).collect()
+}
+
+/// Cores the browser says this machine has, or one where it cannot start workers of its own.
+fn available_cores() -> usize {
+    let global = js_sys::global();
+    let can_start_workers = js_sys::Reflect::has(&global, &"Worker".into()).unwrap_or(false);
+    match global.dyn_into::<web_sys::WorkerGlobalScope>() {
+        Ok(scope) if can_start_workers => scope.navigator().hardware_concurrency() as usize,
+        _ => 1,
+    }
+}
+
+/// Starts an import worker whose answers come back to this worker as [`Msg::Shared`]. It is
+/// first asked to import nothing: its empty answer says it has started.
+fn start_import_worker(scope: &WorkerScope<AnalysisWorker>, job: u32, helper: usize) -> WorkerBridge<AnalysisWorker> {
+    let scope = scope.clone();
+    let bridge = AnalysisWorker::spawner()
+        .encoding::<JsCodec>()
+        .callback(move |response| scope.send_message(Msg::Shared { job, helper, response }))
+        .spawn_with_loader(WORKER_LOADER);
+    bridge.send(Request::Import { job, files: Vec::new() });
+    bridge
 }
 
 /// Reads a slice without blocking: the worker feeds the previous slice meanwhile, and hears of
@@ -119,11 +178,65 @@ impl Worker for AnalysisWorker {
     type Output = Response;
 
     fn create(_scope: &WorkerScope<Self>) -> Self {
-        AnalysisWorker { job: None }
+        AnalysisWorker { job: None, import_workers: Vec::new() }
     }
 
     fn update(&mut self, scope: &WorkerScope<Self>, msg: Msg) {
-        let Msg::Read { job: id, range, read } = msg;
+        match msg {
+            Msg::Read { job, range, read } => self.read(scope, job, range, read),
+            Msg::Shared { job, helper, response } => self.heard(scope, job, helper, response),
+        }
+    }
+
+    fn received(&mut self, scope: &WorkerScope<Self>, msg: Request, client: HandlerId) {
+        REPORT_TO.with(|r| *r.borrow_mut() = Some((scope.clone(), client)));
+        match msg {
+            Request::Analyze { job, files } => self.analyze(scope, client, job, files),
+            Request::Import { job, files } => {
+                self.start(scope, client, RunningJob::new(job, Role::Import, files, SLICE_BYTES));
+            }
+            Request::Example { job, preset } => match example_file(&preset) {
+                Ok(file) => {
+                    self.start(scope, client, RunningJob::new(job, Role::Analyze, indexed(vec![file]), SLICE_BYTES))
+                }
+                Err(message) => scope.respond(client, Response::Crashed { message }),
+            },
+            Request::Cancel { job } => {
+                if self.job.as_ref().is_some_and(|(_, j)| j.id == job) {
+                    self.job = None;
+                    self.import_workers.clear();
+                }
+                scope.respond(client, Response::Cancelled { job });
+            }
+        }
+    }
+}
+
+impl AnalysisWorker {
+    /// Starts a job, sharing its files with import workers when that pays.
+    fn analyze(&mut self, scope: &WorkerScope<Self>, client: HandlerId, id: u32, files: Vec<InputFile>) {
+        let sizes: Vec<u64> = files.iter().map(|f| f.size).collect();
+        let helpers = import_workers(&sizes, available_cores()) - 1;
+        let mut job = RunningJob::new(id, Role::Analyze, indexed(files), SLICE_BYTES);
+        job.claims = Claims::new(sizes.len(), helpers);
+        self.import_workers = (0..helpers).map(|helper| start_import_worker(scope, id, helper)).collect();
+        self.start(scope, client, job);
+    }
+
+    fn start(&mut self, scope: &WorkerScope<Self>, client: HandlerId, job: RunningJob) {
+        let first = job.next_range().unwrap_or(SliceRange { index: 0, start: 0, end: 0 });
+        read_later(scope, job.id, job.blob_of(first), first);
+        self.job = Some((client, job));
+    }
+
+    /// A slice of one of this worker's files was read.
+    fn read(
+        &mut self,
+        scope: &WorkerScope<Self>,
+        id: u32,
+        range: SliceRange,
+        read: Result<js_sys::Uint8Array, String>,
+    ) {
         let Some((client, job)) = self.job.as_mut().filter(|(_, j)| j.id == id) else {
             return;
         };
@@ -145,44 +258,70 @@ impl Worker for AnalysisWorker {
             }
             None => {}
         }
-        if let Some((client, job)) = self.job.take() {
-            let id = job.id;
-            let result = job.finish();
-            scope.respond(client, Response::Done { job: id, payload: encode_result(&result) });
-        }
+        self.finish_when_read(scope);
     }
 
-    fn received(&mut self, scope: &WorkerScope<Self>, msg: Request, client: HandlerId) {
-        REPORT_TO.with(|r| *r.borrow_mut() = Some((scope.clone(), client)));
-        match msg {
-            Request::Analyze { job, files } => self.start(scope, client, RunningJob::new(job, files, SLICE_BYTES)),
-            Request::Example { job, preset } => match example_file(&preset) {
-                Ok(file) => self.start(scope, client, RunningJob::new(job, vec![file], SLICE_BYTES)),
-                Err(message) => scope.respond(client, Response::Crashed { message }),
-            },
-            Request::Cancel { job } => {
-                if self.job.as_ref().is_some_and(|(_, j)| j.id == job) {
-                    self.job = None;
-                }
-                scope.respond(client, Response::Cancelled { job });
+    /// An import worker said how far it is, or sent its file back (and is handed the next).
+    fn heard(&mut self, scope: &WorkerScope<Self>, id: u32, helper: usize, response: Response) {
+        let Some((client, job)) = self.job.as_mut().filter(|(_, j)| j.id == id) else {
+            return;
+        };
+        match response {
+            Response::Progress(p) => {
+                job.claims.read(helper, p.bytes_done);
+                scope.respond(*client, Response::Progress(job.progress()));
             }
+            Response::Imported { payload, .. } => match decode::<Imports>(&payload) {
+                Ok(imports) => {
+                    job.claims.returned(helper, imports.len());
+                    job.imports.extend(imports);
+                    let sizes: Vec<u64> = job.files.iter().map(|(_, f)| f.size).collect();
+                    let next = job.claims.claim(helper, job.index, &sizes).and_then(|i| job.files.get(i).cloned());
+                    if let (Some(file), Some(bridge)) = (next, self.import_workers.get(helper)) {
+                        bridge.send(Request::Import { job: id, files: vec![file] });
+                    }
+                    self.finish_when_read(scope);
+                }
+                Err(message) => self.crashed(scope, message),
+            },
+            Response::Crashed { message } => self.crashed(scope, message),
+            Response::Done { .. } | Response::Cancelled { .. } => {}
         }
     }
-}
 
-impl AnalysisWorker {
-    fn start(&mut self, scope: &WorkerScope<Self>, client: HandlerId, job: RunningJob) {
-        let first = job.next_range().unwrap_or(SliceRange { index: 0, start: 0, end: 0 });
-        read_later(scope, job.id, job.blob_of(first), first);
-        self.job = Some((client, job));
+    /// Sends the job's result once every share is read; until then, how far it is.
+    fn finish_when_read(&mut self, scope: &WorkerScope<Self>) {
+        let Some((client, job)) = self.job.as_ref() else { return };
+        if !job.is_read() {
+            scope.respond(*client, Response::Progress(job.progress()));
+            return;
+        }
+        let Some((client, job)) = self.job.take() else { return };
+        self.import_workers.clear();
+        let id = job.id;
+        let response = match job.role {
+            Role::Analyze => Response::Done { job: id, payload: encode(&job.finish()) },
+            Role::Import => Response::Imported { job: id, payload: encode(&job.imports) },
+        };
+        scope.respond(client, response);
+    }
+
+    /// An import worker failed: so did the job (the page starts a new analysis worker).
+    fn crashed(&mut self, scope: &WorkerScope<Self>, message: String) {
+        self.import_workers.clear();
+        if let Some((client, _)) = self.job.take() {
+            scope.respond(client, Response::Crashed { message: format!("an import worker failed: {message}") });
+        }
     }
 }
 
 impl RunningJob {
-    fn new(id: u32, files: Vec<InputFile>, slice_bytes: u64) -> Self {
-        let bytes_total = files.iter().map(|f| f.size).sum();
+    fn new(id: u32, role: Role, files: Vec<(u32, InputFile)>, slice_bytes: u64) -> Self {
+        let bytes_total = files.iter().map(|(_, f)| f.size).sum();
+        let claims = Claims::new(files.len(), 0);
         RunningJob {
             id,
+            role,
             slice_bytes: slice_bytes.max(1),
             files,
             index: 0,
@@ -192,24 +331,35 @@ impl RunningJob {
             imports: Vec::new(),
             bytes_done: 0,
             bytes_total,
+            claims,
             started_ms: js_sys::Date::now(),
         }
     }
 
+    /// The whole job's progress: this worker's files and what the import workers reported.
     fn progress(&self) -> Progress {
         Progress {
             job: self.id,
             files_done: self.imports.len() as u32,
             files_total: self.files.len() as u32,
-            bytes_done: self.bytes_done,
+            bytes_done: self.bytes_done + self.claims.bytes_read(),
             bytes_total: self.bytes_total,
-            elapsed_ms: js_sys::Date::now() - self.started_ms,
+            elapsed_ms: self.elapsed_ms(),
         }
+    }
+
+    fn elapsed_ms(&self) -> f64 {
+        js_sys::Date::now() - self.started_ms
+    }
+
+    /// Whether this worker's files are read and every import worker's file is back.
+    fn is_read(&self) -> bool {
+        self.next_range().is_none() && self.claims.all_returned()
     }
 
     /// The slice to feed next; `None` when every file is read.
     fn next_range(&self) -> Option<SliceRange> {
-        let file = self.files.get(self.index)?;
+        let (_, file) = self.files.get(self.index).filter(|_| self.index < self.claims.end())?;
         let rejected = self.ingest.as_ref().is_some_and(FileIngest::is_rejected);
         let end = if rejected { self.offset } else { (self.offset + self.slice_bytes).min(file.size) };
         Some(SliceRange { index: self.index, start: self.offset, end })
@@ -218,22 +368,22 @@ impl RunningJob {
     /// The slice after `range` if `range` is fed whole (what to read ahead). After an empty
     /// range (the file is given up) comes the next file.
     fn range_after(&self, range: SliceRange) -> Option<SliceRange> {
-        let file = self.files.get(range.index)?;
+        let (_, file) = self.files.get(range.index)?;
         let more = range.start < range.end && range.end < file.size;
         let (index, start) = if more { (range.index, range.end) } else { (range.index + 1, 0) };
-        let size = self.files.get(index)?.size;
+        let size = self.files.get(index).filter(|_| index < self.claims.end())?.1.size;
         Some(SliceRange { index, start, end: (start + self.slice_bytes).min(size) })
     }
 
     /// The blob holding `range`; `None` when there is nothing to read in it.
     fn blob_of(&self, range: SliceRange) -> Option<web_sys::Blob> {
-        self.files.get(range.index).filter(|_| range.start < range.end).map(|f| f.blob.clone())
+        self.files.get(range.index).filter(|_| range.start < range.end).map(|(_, f)| f.blob.clone())
     }
 
     /// Feeds the slice [`Self::next_range`] named (finishing its file at its end, or when it
     /// could not be read). False when all files are read.
     fn accept(&mut self, read: Result<js_sys::Uint8Array, String>) -> bool {
-        let Some(file) = self.files.get(self.index) else {
+        let Some(&(index, ref file)) = self.files.get(self.index) else {
             return false;
         };
         let ingest =
@@ -256,29 +406,35 @@ impl RunningJob {
                     None,
                     format!("the browser could not read the file: {e}"),
                 ));
-                self.imports.push(import);
+                self.imports.push((index, import));
                 self.next_file();
-                return self.index < self.files.len();
+                return self.index < self.claims.end();
             }
         }
         if let Some(ingest) = self.ingest.take() {
-            self.imports.push(ingest.finish());
+            self.imports.push((index, ingest.finish()));
         }
         self.next_file();
-        self.index < self.files.len()
+        self.index < self.claims.end()
     }
 
     /// Moves to the next file; a file stopped early (rejected, unreadable) counts as read.
     fn next_file(&mut self) {
         self.index += 1;
         self.offset = 0;
-        self.bytes_done = self.files.iter().take(self.index).map(|f| f.size).sum();
+        self.bytes_done = self.files.iter().take(self.index).map(|(_, f)| f.size).sum();
     }
 
+    /// Assembles and analyses every worker's files, in the job's order.
     fn finish(self) -> JobResult {
+        let read_ms = self.elapsed_ms();
+        let import_workers = 1 + self.claims.readers();
+        let mut imports = self.imports;
+        imports.sort_by_key(|(index, _)| *index);
+        let imports: Vec<FileImport> = imports.into_iter().map(|(_, import)| import).collect();
         let read_done = js_sys::Date::now();
-        let files: Vec<_> = self.imports.iter().map(FileImport::summary).collect();
-        let assembled = assemble_owned(self.imports);
+        let files: Vec<_> = imports.iter().map(FileImport::summary).collect();
+        let assembled = assemble_owned(imports);
         let job = &assembled.job;
         let analysis = (!job.workers.is_empty()).then(|| analyze(&assembled, &files));
         let pipelines = match &analysis {
@@ -297,7 +453,7 @@ impl RunningJob {
         let (workers, steps) = (job.workers.len(), job.steps().len());
         // Last, as it consumes the job: its spans are freed while the timeline's are made.
         let timeline = (workers > 0).then(|| seqskew_plot::timeline::timeline_data(assembled.job));
-        let timings = Timings { read_ms: read_done - self.started_ms, analysis_ms: js_sys::Date::now() - read_done };
+        let timings = Timings { read_ms, analysis_ms: js_sys::Date::now() - read_done, import_workers };
         JobResult {
             job_diagnostics: assembled.diagnostics,
             workers,

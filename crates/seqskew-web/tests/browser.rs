@@ -19,6 +19,14 @@ fn blobs_and_payloads_cross_the_codec_as_themselves() {
     assert_eq!(files[0].blob.size(), 5.0);
     assert!(js_sys::Object::is(&files[0].blob, &blob), "the blob was copied instead of passed");
 
+    let request =
+        Request::Import { job: 4, files: vec![(7, InputFile { name: "b.json".into(), size: 5, blob: blob.clone() })] };
+    let Request::Import { job, files } = JsCodec::decode::<Request>(JsCodec::encode(request)) else {
+        panic!("wrong variant")
+    };
+    assert_eq!((job, files[0].0, files[0].1.name.as_str()), (4, 7, "b.json"));
+    assert!(js_sys::Object::is(&files[0].1.blob, &blob), "an import worker's blob was copied instead of passed");
+
     let sent = js_sys::Uint8Array::from(&[1u8, 2, 3][..]);
     let value = JsCodec::encode(Response::Done { job: 3, payload: sent.clone() });
     let payload =
@@ -32,7 +40,7 @@ fn blobs_and_payloads_cross_the_codec_as_themselves() {
 fn results_round_trip_through_javascript_memory_with_spans_packed() {
     use seqskew_core::model::SpanKind;
     use seqskew_plot::timeline::{Lane, LaneSpan, LaneStep, TimelineData};
-    use seqskew_web::protocol::{JobResult, decode_result, encode_result};
+    use seqskew_web::protocol::{JobResult, decode, encode};
 
     // More spans than one 64 KiB piece holds, so reading and writing cross pieces.
     let n = 10_000;
@@ -48,12 +56,25 @@ fn results_round_trip_through_javascript_memory_with_spans_packed() {
         timeline: Some(TimelineData { lanes: vec![lane], stages: 1, end: 1.5 * n as f64 }),
         ..JobResult::default()
     };
-    let payload = encode_result(&result);
+    let payload = encode(&result);
     // 15 bytes a span (start, duration, kind, micro-batch), plus 4 for the lane's summary.
     assert!(payload.length() as usize <= n * 19 + 500, "{} bytes", payload.length());
-    assert_eq!(decode_result(&payload), Ok(result));
+    assert_eq!(decode::<JobResult>(&payload), Ok(result));
     // A cut payload is an error, not a panic.
-    assert!(decode_result(&payload.subarray(0, payload.length() / 2)).is_err());
+    assert!(decode::<JobResult>(&payload.subarray(0, payload.length() / 2)).is_err());
+}
+
+#[wasm_bindgen_test]
+fn an_import_workers_files_round_trip_with_their_indices() {
+    use seqskew_core::import::{FileImport, FileIngest};
+    use seqskew_web::protocol::{Imports, decode, encode};
+
+    let mut ingest = FileIngest::new("log.jsonl");
+    ingest.feed(b"{\"step\":1,\"rank\":0,\"step_s\":1.0,\"lengths\":[3,4]}\n{\"step\":1,\"rank\":1,\"step_s\":2.0}\n");
+    let import = ingest.finish();
+    assert_eq!(import.workers.len(), 2);
+    let imports: Imports = vec![(3, import), (0, FileImport { file: "empty.json".into(), ..FileImport::default() })];
+    assert_eq!(decode::<Imports>(&encode(&imports)), Ok(imports));
 }
 
 mod components {

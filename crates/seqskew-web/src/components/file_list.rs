@@ -60,9 +60,13 @@ pub fn timing(r: &JobResult) -> Html {
     } else {
         String::new()
     };
+    let by = match t.import_workers {
+        0 | 1 => String::new(),
+        n => format!(" by {n} workers"),
+    };
     html! {
-        <p class="timing" data-bytes={bytes.to_string()} data-read-ms={format!("{:.0}", t.read_ms)} data-analysis-ms={format!("{:.0}", t.analysis_ms)}>
-            {format!("Read and imported {} in {:.1} s{rate}, analysed in {:.1} s, in this browser.", size(bytes), t.read_ms / 1e3, t.analysis_ms / 1e3)}
+        <p class="timing" data-bytes={bytes.to_string()} data-read-ms={format!("{:.0}", t.read_ms)} data-analysis-ms={format!("{:.0}", t.analysis_ms)} data-import-workers={t.import_workers.to_string()}>
+            {format!("Read and imported {} in {:.1} s{rate}{by}, analysed in {:.1} s, in this browser.", size(bytes), t.read_ms / 1e3, t.analysis_ms / 1e3)}
         </p>
     }
 }

@@ -1,0 +1,151 @@
+//! How a job's files are shared among the workers that read them (see [`crate::worker`]).
+//!
+//! The analysis worker reads the files from the first on; each import worker, once it has
+//! started, claims the last file nobody has claimed, one at a time, until the two ends meet.
+//! No file waits while a worker is free, and an import worker that is slow to start (it loads
+//! and compiles the bundle first) takes only what is left by then.
+
+/// Jobs smaller than this are read by the analysis worker alone: starting an import worker
+/// would cost about as much as it saves.
+pub const SHARE_FROM_BYTES: u64 = 2 << 20;
+
+/// Workers reading a job at most (the analysis worker counted): each import worker holds a
+/// file's model in its own WebAssembly memory until it sends it back.
+pub const MAX_IMPORT_WORKERS: usize = 8;
+
+/// How many workers should read files of these sizes on `cores` cores: one, unless there are
+/// several files and enough bytes to be worth starting others.
+pub fn import_workers(sizes: &[u64], cores: usize) -> usize {
+    let total: u64 = sizes.iter().sum();
+    if sizes.len() < 2 || total < SHARE_FROM_BYTES {
+        return 1;
+    }
+    cores.min(sizes.len()).clamp(1, MAX_IMPORT_WORKERS)
+}
+
+/// Which of a job's files the import workers have claimed, and how far they are.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Claims {
+    /// Files from here on are claimed by import workers.
+    end: usize,
+    helpers: Vec<Helper>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Helper {
+    /// The file it reads (its size) and the bytes it has read of it.
+    reading: Option<(u64, u64)>,
+    files_read: u32,
+    bytes_read: u64,
+}
+
+impl Claims {
+    /// `files` files, `helpers` import workers, none of them reading yet.
+    pub fn new(files: usize, helpers: usize) -> Self {
+        Claims { end: files, helpers: vec![Helper::default(); helpers] }
+    }
+
+    /// The files before this are the analysis worker's to read.
+    pub fn end(&self) -> usize {
+        self.end
+    }
+
+    /// Gives import worker `helper` (which is free) the last unclaimed file, if one is left
+    /// after `reading` (the file the analysis worker reads now or next, never claimed).
+    pub fn claim(&mut self, helper: usize, reading: usize, sizes: &[u64]) -> Option<usize> {
+        let h = self.helpers.get_mut(helper).filter(|h| h.reading.is_none())?;
+        let last = self.end.checked_sub(1).filter(|&last| last > reading)?;
+        h.reading = Some((sizes.get(last).copied().unwrap_or(0), 0));
+        self.end = last;
+        Some(last)
+    }
+
+    /// Import worker `helper` has read this much of its file.
+    pub fn read(&mut self, helper: usize, bytes: u64) {
+        if let Some((size, done)) = self.helpers.get_mut(helper).and_then(|h| h.reading.as_mut()) {
+            *done = bytes.min(*size);
+        }
+    }
+
+    /// Import worker `helper` sent back `files` files (its claimed one, or none when it was
+    /// only saying it has started); it is free.
+    pub fn returned(&mut self, helper: usize, files: usize) {
+        if let Some(h) = self.helpers.get_mut(helper) {
+            h.files_read += files as u32;
+            h.bytes_read += h.reading.take().map_or(0, |(size, _)| size);
+        }
+    }
+
+    /// Whether no import worker is reading.
+    pub fn all_returned(&self) -> bool {
+        self.helpers.iter().all(|h| h.reading.is_none())
+    }
+
+    /// Bytes the import workers have read, of files sent back and being read.
+    pub fn bytes_read(&self) -> u64 {
+        self.helpers.iter().map(|h| h.bytes_read + h.reading.map_or(0, |(_, done)| done)).sum()
+    }
+
+    /// Import workers that read at least one file.
+    pub fn readers(&self) -> u32 {
+        self.helpers.iter().filter(|h| h.files_read > 0).count() as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn only_several_large_enough_files_are_shared() {
+        let cases: [(&[u64], usize, usize); 7] = [
+            (&[64 * MIB], 8, 1),
+            (&[MIB / 2, MIB], 8, 1),
+            (&[MIB, MIB], 8, 2),
+            (&[MIB, MIB], 1, 1),
+            (&[MIB, MIB, MIB], 2, 2),
+            (&[MIB; 32], 64, MAX_IMPORT_WORKERS),
+            (&[MIB; 4], 0, 1),
+        ];
+        for (sizes, cores, workers) in cases {
+            assert_eq!(import_workers(sizes, cores), workers, "{} files, {cores} cores", sizes.len());
+        }
+    }
+
+    #[test]
+    fn import_workers_claim_from_the_back_and_never_the_file_being_read() {
+        let sizes = [10, 20, 30, 40, 50];
+        let mut claims = Claims::new(sizes.len(), 2);
+        // The analysis worker reads file 0; the import workers take the last two.
+        assert_eq!(claims.claim(0, 0, &sizes), Some(4));
+        assert_eq!(claims.claim(0, 0, &sizes), None, "one file at a time");
+        assert_eq!(claims.claim(1, 0, &sizes), Some(3));
+        assert_eq!(claims.end(), 3);
+        claims.read(0, 25);
+        claims.read(1, 99);
+        assert_eq!(claims.bytes_read(), 25 + 40, "what was read, at most the file");
+        claims.returned(1, 1);
+        assert_eq!(claims.bytes_read(), 25 + 40);
+        // The analysis worker has moved on to file 1: file 2 is the last one left.
+        assert_eq!(claims.claim(1, 1, &sizes), Some(2));
+        claims.returned(1, 1);
+        assert_eq!(claims.claim(1, 1, &sizes), None, "the analysis worker's file");
+        assert!(!claims.all_returned());
+        claims.returned(0, 1);
+        assert!(claims.all_returned());
+        assert_eq!((claims.end(), claims.bytes_read(), claims.readers()), (2, 50 + 40 + 30, 2));
+    }
+
+    #[test]
+    fn a_worker_that_only_started_has_read_nothing() {
+        let mut claims = Claims::new(2, 3);
+        claims.returned(2, 0);
+        assert_eq!(claims.claim(2, 0, &[5, 6]), Some(1));
+        assert_eq!(claims.claim(0, 0, &[5, 6]), None);
+        claims.returned(2, 1);
+        assert_eq!((claims.readers(), claims.bytes_read(), claims.end()), (1, 6, 1));
+        assert!(Claims::new(0, 1).claim(0, 0, &[]).is_none(), "no files, nothing to claim");
+    }
+}
