@@ -94,7 +94,10 @@ function pageProbe() {
     if (verdict?.dataset.cause && verdict.dataset.files === job.files) {
       // The worker's own account (rendered with the verdict): reading and importing, then analysing.
       const timing = document.querySelector(".timing")?.dataset ?? {};
-      Object.assign(job, { end: now, cause: verdict.dataset.cause, readMs: Number(timing.readMs), analysisMs: Number(timing.analysisMs) });
+      Object.assign(job, {
+        end: now, cause: verdict.dataset.cause, readMs: Number(timing.readMs), analysisMs: Number(timing.analysisMs),
+        importWorkers: Number(timing.importWorkers), importWasmBytes: Number(timing.importWasmBytes),
+      });
     }
     else if (job.sawProgress && !progress) {
       // The progress bar and the verdict may change in different renders: give the verdict a
@@ -266,6 +269,8 @@ async function measuredJob(what, files, { tolerateErrors = false, afterwards } =
         peak_worker_js_heap_mib: mib(peak.worker),
         wasm_memory_mib: mib(await wasm(ctx.probe.worker)),
         page_wasm_memory_mib: mib(await wasm(ctx.probe.page)),
+        import_workers: job.importWorkers ?? null,
+        import_wasm_memory_mib: job.importWasmBytes == null ? null : mib(job.importWasmBytes),
         renderer_peak_rss_mib: mib(await rendererPeakRss(browser)),
       };
       let worksAfter = null;
@@ -416,7 +421,8 @@ try {
   notes.push(
     "memory (one extra run per input, in a fresh browser): peak_js_heap_mib samples CDP Performance.getMetrics JSHeapUsedSize of the page every ~0.5 s, " +
       "peak_worker_js_heap_mib the worker's Runtime.getHeapUsage; wasm_memory_mib / page_wasm_memory_mib are the byteLength of every WebAssembly.Memory " +
-      "in the worker / the page after the job (found with Runtime.queryObjects; wasm memory never shrinks, so that is its peak); renderer_peak_rss_mib is " +
+      "in the worker / the page after the job (found with Runtime.queryObjects; wasm memory never shrinks, so that is its peak); import_wasm_memory_mib is the " +
+      "import workers' wasm memory at its peak, summed, as the analysis worker reports it (they end with the job: .timing[data-import-wasm-bytes]); renderer_peak_rss_mib is " +
       "the renderer process's VmHWM from /proc (page, worker and everything else of the tab).",
   );
 

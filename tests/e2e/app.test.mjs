@@ -166,8 +166,11 @@ test("a large drop is shared among workers: every file read once, the report in 
   const names = Array.from({ length: 8 }, (_, r) => `rank${r}.jsonl`);
   assert.ok(await verdictFor(page, names));
   const cores = await page.evaluate(() => navigator.hardwareConcurrency);
-  const workers = Number(await page.locator(".timing").getAttribute("data-import-workers"));
+  const timing = page.locator(".timing");
+  const workers = Number(await timing.getAttribute("data-import-workers"));
   assert.ok(workers >= Math.min(2, cores) && workers <= Math.min(cores, 8), `${workers} workers read the files on ${cores} cores`);
+  const helpersMemory = Number(await timing.getAttribute("data-import-wasm-bytes"));
+  assert.ok(workers === 1 ? helpersMemory === 0 : helpersMemory >= (workers - 1) << 20, `import workers' memory: ${helpersMemory} bytes`);
   await showView(page, "files");
   assert.equal(await page.locator(".files tbody tr").count(), 8, "each file once");
 });

@@ -100,9 +100,15 @@ fn number(v: &Value, key: &str) -> Option<f64> {
     v.get(key).and_then(Value::as_f64)
 }
 
-/// Peak memory of a browser run: JS heaps and WebAssembly memories of the page and the worker.
+/// Peak memory of a browser run: JS heaps and WebAssembly memories of the page and the workers.
 fn browser_memory(m: &Value) -> Option<f64> {
-    let parts = ["peak_js_heap_mib", "peak_worker_js_heap_mib", "wasm_memory_mib", "page_wasm_memory_mib"];
+    let parts = [
+        "peak_js_heap_mib",
+        "peak_worker_js_heap_mib",
+        "wasm_memory_mib",
+        "page_wasm_memory_mib",
+        "import_wasm_memory_mib",
+    ];
     let found: Vec<f64> = parts.iter().filter_map(|k| number(m, k)).collect();
     (!found.is_empty()).then(|| found.iter().sum())
 }
@@ -113,12 +119,13 @@ fn browser(b: &Value, native: &Results, out: &mut String) {
     let _ = writeln!(
         out,
         "Drop to verdict: from choosing the files to the verdict naming them (read, analyse, render). Read in the \
-         worker: the worker's own clock from the request to the last file imported (reading the slices and \
-         importing them), the ingest rate in the worker.\n"
+         workers: the analysis worker's own clock from the request to the last file imported (reading the slices \
+         and importing them, with the import workers it starts for several files of 2 MiB or more), the ingest \
+         rate in the workers.\n"
     );
     let _ = writeln!(
         out,
-        "| input | drop to verdict, s | MB/s | read in the worker, MB/s | peak memory MiB (JS + wasm, page + worker) |"
+        "| input | drop to verdict, s | MB/s | read in the workers, MB/s | peak memory MiB (JS + wasm, page + workers) |"
     );
     let _ = writeln!(out, "|---|---|---|---|---|");
     let memory = b.get("memory").and_then(Value::as_array);

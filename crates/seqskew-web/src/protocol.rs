@@ -49,11 +49,13 @@ pub enum Response {
         #[serde(with = "serde_wasm_bindgen::preserve")]
         payload: js_sys::Uint8Array,
     },
-    /// An import worker's files, bincode-encoded [`Imports`] ([`decode`]).
+    /// An import worker's files, bincode-encoded [`Imports`] ([`decode`]), and the size of its
+    /// WebAssembly memory (which only grows: its peak so far).
     Imported {
         job: u32,
         #[serde(with = "serde_wasm_bindgen::preserve")]
         payload: js_sys::Uint8Array,
+        wasm_bytes: u64,
     },
     Cancelled {
         job: u32,
@@ -103,6 +105,9 @@ pub struct Timings {
     pub analysis_ms: f64,
     /// Workers that read the files: the analysis worker and the import workers it started.
     pub import_workers: u32,
+    /// The import workers' WebAssembly memory at its peak, summed (they end with the job, so
+    /// the page cannot see it).
+    pub import_wasm_bytes: u64,
 }
 
 impl JobResult {

@@ -37,6 +37,8 @@ struct Helper {
     reading: Option<(u64, u64)>,
     files_read: u32,
     bytes_read: u64,
+    /// Its WebAssembly memory, as it last said.
+    wasm_bytes: u64,
 }
 
 impl Claims {
@@ -68,11 +70,12 @@ impl Claims {
     }
 
     /// Import worker `helper` sent back `files` files (its claimed one, or none when it was
-    /// only saying it has started); it is free.
-    pub fn returned(&mut self, helper: usize, files: usize) {
+    /// only saying it has started), its memory being `wasm_bytes`; it is free.
+    pub fn returned(&mut self, helper: usize, files: usize, wasm_bytes: u64) {
         if let Some(h) = self.helpers.get_mut(helper) {
             h.files_read += files as u32;
             h.bytes_read += h.reading.take().map_or(0, |(size, _)| size);
+            h.wasm_bytes = h.wasm_bytes.max(wasm_bytes);
         }
     }
 
@@ -84,6 +87,11 @@ impl Claims {
     /// Bytes the import workers have read, of files sent back and being read.
     pub fn bytes_read(&self) -> u64 {
         self.helpers.iter().map(|h| h.bytes_read + h.reading.map_or(0, |(_, done)| done)).sum()
+    }
+
+    /// The import workers' memory at its largest, summed.
+    pub fn wasm_bytes(&self) -> u64 {
+        self.helpers.iter().map(|h| h.wasm_bytes).sum()
     }
 
     /// Import workers that read at least one file.
@@ -126,25 +134,26 @@ mod tests {
         claims.read(0, 25);
         claims.read(1, 99);
         assert_eq!(claims.bytes_read(), 25 + 40, "what was read, at most the file");
-        claims.returned(1, 1);
+        claims.returned(1, 1, 300);
         assert_eq!(claims.bytes_read(), 25 + 40);
         // The analysis worker has moved on to file 1: file 2 is the last one left.
         assert_eq!(claims.claim(1, 1, &sizes), Some(2));
-        claims.returned(1, 1);
+        claims.returned(1, 1, 200);
         assert_eq!(claims.claim(1, 1, &sizes), None, "the analysis worker's file");
         assert!(!claims.all_returned());
-        claims.returned(0, 1);
+        claims.returned(0, 1, 100);
         assert!(claims.all_returned());
         assert_eq!((claims.end(), claims.bytes_read(), claims.readers()), (2, 50 + 40 + 30, 2));
+        assert_eq!(claims.wasm_bytes(), 300 + 100, "each worker's largest");
     }
 
     #[test]
     fn a_worker_that_only_started_has_read_nothing() {
         let mut claims = Claims::new(2, 3);
-        claims.returned(2, 0);
+        claims.returned(2, 0, 10);
         assert_eq!(claims.claim(2, 0, &[5, 6]), Some(1));
         assert_eq!(claims.claim(0, 0, &[5, 6]), None);
-        claims.returned(2, 1);
+        claims.returned(2, 1, 10);
         assert_eq!((claims.readers(), claims.bytes_read(), claims.end()), (1, 6, 1));
         assert!(Claims::new(0, 1).claim(0, 0, &[]).is_none(), "no files, nothing to claim");
     }

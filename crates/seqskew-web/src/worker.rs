@@ -271,9 +271,9 @@ impl AnalysisWorker {
                 job.claims.read(helper, p.bytes_done);
                 scope.respond(*client, Response::Progress(job.progress()));
             }
-            Response::Imported { payload, .. } => match decode::<Imports>(&payload) {
+            Response::Imported { payload, wasm_bytes, .. } => match decode::<Imports>(&payload) {
                 Ok(imports) => {
-                    job.claims.returned(helper, imports.len());
+                    job.claims.returned(helper, imports.len(), wasm_bytes);
                     job.imports.extend(imports);
                     let sizes: Vec<u64> = job.files.iter().map(|(_, f)| f.size).collect();
                     let next = job.claims.claim(helper, job.index, &sizes).and_then(|i| job.files.get(i).cloned());
@@ -301,7 +301,7 @@ impl AnalysisWorker {
         let id = job.id;
         let response = match job.role {
             Role::Analyze => Response::Done { job: id, payload: encode(&job.finish()) },
-            Role::Import => Response::Imported { job: id, payload: encode(&job.imports) },
+            Role::Import => Response::Imported { job: id, payload: encode(&job.imports), wasm_bytes: wasm_bytes() },
         };
         scope.respond(client, response);
     }
@@ -428,7 +428,7 @@ impl RunningJob {
     /// Assembles and analyses every worker's files, in the job's order.
     fn finish(self) -> JobResult {
         let read_ms = self.elapsed_ms();
-        let import_workers = 1 + self.claims.readers();
+        let (import_workers, import_wasm_bytes) = (1 + self.claims.readers(), self.claims.wasm_bytes());
         let mut imports = self.imports;
         imports.sort_by_key(|(index, _)| *index);
         let imports: Vec<FileImport> = imports.into_iter().map(|(_, import)| import).collect();
@@ -453,7 +453,8 @@ impl RunningJob {
         let (workers, steps) = (job.workers.len(), job.steps().len());
         // Last, as it consumes the job: its spans are freed while the timeline's are made.
         let timeline = (workers > 0).then(|| seqskew_plot::timeline::timeline_data(assembled.job));
-        let timings = Timings { read_ms, analysis_ms: js_sys::Date::now() - read_done, import_workers };
+        let timings =
+            Timings { read_ms, analysis_ms: js_sys::Date::now() - read_done, import_workers, import_wasm_bytes };
         JobResult {
             job_diagnostics: assembled.diagnostics,
             workers,
@@ -487,6 +488,12 @@ fn feed_in_pieces(ingest: &mut FileIngest, bytes: &js_sys::Uint8Array, buffer: &
     while let Ok(n @ 1..) = slice.read(buffer) {
         ingest.feed(buffer.get(..n).unwrap_or_default());
     }
+}
+
+/// The size of this worker's WebAssembly memory.
+fn wasm_bytes() -> u64 {
+    let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+    memory.buffer().unchecked_into::<js_sys::ArrayBuffer>().byte_length().into()
 }
 
 /// What a failed read says.
