@@ -96,7 +96,7 @@ function pageProbe() {
       const timing = document.querySelector(".timing")?.dataset ?? {};
       Object.assign(job, {
         end: now, cause: verdict.dataset.cause, readMs: Number(timing.readMs), analysisMs: Number(timing.analysisMs),
-        importWorkers: Number(timing.importWorkers), importWasmBytes: Number(timing.importWasmBytes),
+        importWorkers: Number(timing.importWorkers), readWasmBytes: Number(timing.readWasmBytes),
       });
     }
     else if (job.sawProgress && !progress) {
@@ -270,7 +270,7 @@ async function measuredJob(what, files, { tolerateErrors = false, afterwards } =
         wasm_memory_mib: mib(await wasm(ctx.probe.worker)),
         page_wasm_memory_mib: mib(await wasm(ctx.probe.page)),
         import_workers: job.importWorkers ?? null,
-        import_wasm_memory_mib: job.importWasmBytes == null ? null : mib(job.importWasmBytes),
+        read_wasm_memory_mib: job.readWasmBytes == null ? null : mib(job.readWasmBytes),
         renderer_peak_rss_mib: mib(await rendererPeakRss(browser)),
       };
       let worksAfter = null;
@@ -421,8 +421,9 @@ try {
   notes.push(
     "memory (one extra run per input, in a fresh browser): peak_js_heap_mib samples CDP Performance.getMetrics JSHeapUsedSize of the page every ~0.5 s, " +
       "peak_worker_js_heap_mib the worker's Runtime.getHeapUsage; wasm_memory_mib / page_wasm_memory_mib are the byteLength of every WebAssembly.Memory " +
-      "in the worker / the page after the job (found with Runtime.queryObjects; wasm memory never shrinks, so that is its peak); import_wasm_memory_mib is the " +
-      "import workers' wasm memory at its peak, summed, as the analysis worker reports it (they end with the job: .timing[data-import-wasm-bytes]); renderer_peak_rss_mib is " +
+      "in the worker / the page after the job (found with Runtime.queryObjects; wasm memory never shrinks, so that is its peak); read_wasm_memory_mib is the " +
+      "wasm memory of every worker that read the files, together, when the last file was in, as the analysis worker reports it (.timing[data-read-wasm-bytes]: " +
+      "the import workers end then, so the workers' peak is the larger of it and wasm_memory_mib); renderer_peak_rss_mib is " +
       "the renderer process's VmHWM from /proc (page, worker and everything else of the tab).",
   );
 

@@ -101,15 +101,12 @@ fn number(v: &Value, key: &str) -> Option<f64> {
 }
 
 /// Peak memory of a browser run: JS heaps and WebAssembly memories of the page and the workers.
+/// The workers' WebAssembly memory peaks either while they read (the import workers end then)
+/// or at the end of the analysis.
 fn browser_memory(m: &Value) -> Option<f64> {
-    let parts = [
-        "peak_js_heap_mib",
-        "peak_worker_js_heap_mib",
-        "wasm_memory_mib",
-        "page_wasm_memory_mib",
-        "import_wasm_memory_mib",
-    ];
-    let found: Vec<f64> = parts.iter().filter_map(|k| number(m, k)).collect();
+    let parts = ["peak_js_heap_mib", "peak_worker_js_heap_mib", "page_wasm_memory_mib"];
+    let workers = ["wasm_memory_mib", "read_wasm_memory_mib"].iter().filter_map(|k| number(m, k)).reduce(f64::max);
+    let found: Vec<f64> = parts.iter().filter_map(|k| number(m, k)).chain(workers).collect();
     (!found.is_empty()).then(|| found.iter().sum())
 }
 

@@ -31,7 +31,8 @@ pub enum Request {
     /// Import and analyse these files as one job.
     Analyze { job: u32, files: Vec<InputFile> },
     /// Import these files, each with its index in the job, and send them back unanalysed
-    /// ([`Response::Imported`]): an import worker's share of a job.
+    /// ([`Response::Imported`]): what an import worker is handed, a file at a time (none at
+    /// first: its empty answer says it has started).
     Import { job: u32, files: Vec<(u32, InputFile)> },
     /// Simulate a preset job, write it as a Chrome trace, and analyse that like a dropped file.
     Example { job: u32, preset: String },
@@ -105,9 +106,11 @@ pub struct Timings {
     pub analysis_ms: f64,
     /// Workers that read the files: the analysis worker and the import workers it started.
     pub import_workers: u32,
-    /// The import workers' WebAssembly memory at its peak, summed (they end with the job, so
-    /// the page cannot see it).
-    pub import_wasm_bytes: u64,
+    /// The WebAssembly memory of the workers that read the files, together, once the last
+    /// file was in: the import workers end then, and the analysis worker's memory only grows
+    /// from there, so the workers' peak is the larger of this and the analysis worker's final
+    /// memory.
+    pub read_wasm_bytes: u64,
 }
 
 impl JobResult {

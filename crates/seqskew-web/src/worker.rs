@@ -428,7 +428,7 @@ impl RunningJob {
     /// Assembles and analyses every worker's files, in the job's order.
     fn finish(self) -> JobResult {
         let read_ms = self.elapsed_ms();
-        let (import_workers, import_wasm_bytes) = (1 + self.claims.readers(), self.claims.wasm_bytes());
+        let (import_workers, read_wasm_bytes) = (1 + self.claims.readers(), wasm_bytes() + self.claims.wasm_bytes());
         let mut imports = self.imports;
         imports.sort_by_key(|(index, _)| *index);
         let imports: Vec<FileImport> = imports.into_iter().map(|(_, import)| import).collect();
@@ -454,7 +454,7 @@ impl RunningJob {
         // Last, as it consumes the job: its spans are freed while the timeline's are made.
         let timeline = (workers > 0).then(|| seqskew_plot::timeline::timeline_data(assembled.job));
         let timings =
-            Timings { read_ms, analysis_ms: js_sys::Date::now() - read_done, import_workers, import_wasm_bytes };
+            Timings { read_ms, analysis_ms: js_sys::Date::now() - read_done, import_workers, read_wasm_bytes };
         JobResult {
             job_diagnostics: assembled.diagnostics,
             workers,

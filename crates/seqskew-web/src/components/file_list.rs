@@ -65,7 +65,7 @@ pub fn timing(r: &JobResult) -> Html {
         n => format!(" by {n} workers"),
     };
     html! {
-        <p class="timing" data-bytes={bytes.to_string()} data-read-ms={format!("{:.0}", t.read_ms)} data-analysis-ms={format!("{:.0}", t.analysis_ms)} data-import-workers={t.import_workers.to_string()} data-import-wasm-bytes={t.import_wasm_bytes.to_string()}>
+        <p class="timing" data-bytes={bytes.to_string()} data-read-ms={format!("{:.0}", t.read_ms)} data-analysis-ms={format!("{:.0}", t.analysis_ms)} data-import-workers={t.import_workers.to_string()} data-read-wasm-bytes={t.read_wasm_bytes.to_string()}>
             {format!("Read and imported {} in {:.1} s{rate}{by}, analysed in {:.1} s, in this browser.", size(bytes), t.read_ms / 1e3, t.analysis_ms / 1e3)}
         </p>
     }
