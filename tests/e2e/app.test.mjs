@@ -145,13 +145,14 @@ test("a broken file beside good ones: its problem is listed and the good ones ar
 test("a large drop is shared among workers: every file read once, the report in the order dropped", async (t) => {
   const { page } = await open(t);
   await verdictFor(page, ["seqlen-imbalance.trace.json"]);
-  // Eight ranks' step logs of 4 MB each, made in the page: rank r draws documents of
+  // Eight ranks' step logs of 8 MB each, made in the page (enough that an import worker has
+  // started well before the analysis worker could read them all): rank r draws documents of
   // 100–8100 tokens, the longest on a different rank every step.
   const transfer = await page.evaluateHandle(() => {
     const dt = new DataTransfer();
     for (let rank = 0; rank < 8; rank++) {
       const lines = [];
-      for (let step = 1, bytes = 0; bytes < 4 << 20; step++) {
+      for (let step = 1, bytes = 0; bytes < 8 << 20; step++) {
         const heavy = step % 8 === rank;
         const lengths = Array.from({ length: 400 }, (_, i) => 100 + ((i * 37 + step * 11 + rank * 7) % 200) + (heavy && i === 0 ? 8000 : 0));
         const line = JSON.stringify({ step, rank, step_s: 1 + (heavy ? 0.5 : 0), lengths }) + "\n";

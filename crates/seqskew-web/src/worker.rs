@@ -289,7 +289,7 @@ impl AnalysisWorker {
         }
     }
 
-    /// Sends the job's result once every share is read; until then, how far it is.
+    /// Sends the job's result once every file is in; until then, how far it is.
     fn finish_when_read(&mut self, scope: &WorkerScope<Self>) {
         let Some((client, job)) = self.job.as_ref() else { return };
         if !job.is_read() {
