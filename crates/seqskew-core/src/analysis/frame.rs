@@ -298,7 +298,7 @@ pub struct Row<'a> {
     micro_batch_start: &'a [u32],
 }
 
-impl Row<'_> {
+impl<'a> Row<'a> {
     pub fn len(&self) -> usize {
         self.present.len()
     }
@@ -318,8 +318,8 @@ impl Row<'_> {
     }
 
     /// Cell `i`'s works, in order.
-    pub fn works(&self) -> impl Iterator<Item = Option<Nanos>> + '_ {
-        (0..self.len()).map(|i| self.work(i))
+    pub fn works(self) -> impl Iterator<Item = Option<Nanos>> + 'a {
+        (0..self.len()).map(move |i| self.work(i))
     }
 
     pub fn cell(&self, i: usize) -> Option<Cell> {
@@ -348,8 +348,8 @@ impl Row<'_> {
     }
 
     /// The present cells, with their indices, in order.
-    pub fn cells(&self) -> impl Iterator<Item = (usize, Cell)> + '_ {
-        (0..self.len()).filter_map(|i| Some((i, self.cell(i)?)))
+    pub fn cells(self) -> impl Iterator<Item = (usize, Cell)> + Clone + 'a {
+        (0..self.len()).filter_map(move |i| Some((i, self.cell(i)?)))
     }
 }
 
@@ -437,16 +437,22 @@ impl Frame {
 
     /// The cells of one step, with their worker indices, in worker order.
     pub fn step_cells(&self, step: usize) -> impl Iterator<Item = (usize, Cell)> + '_ {
-        let row = self.row(step);
-        (0..row.len()).filter_map(move |w| Some((w, row.cell(w)?)))
+        self.row(step).cells()
+    }
+
+    /// Every part's cells as one run, step by step, each step's in worker order.
+    fn all_rows(&self) -> impl Iterator<Item = Row<'_>> + Clone + '_ {
+        self.parts.iter().zip(0u32..).map(|(part, k)| part.cells.rows(k, 0..part.cells.present.len()))
     }
 
     /// Every cell, step by step, each step's in worker order.
     pub fn cells(&self) -> impl Iterator<Item = Cell> + Clone + '_ {
-        self.parts.iter().zip(0u32..).flat_map(|(part, k)| {
-            let all = part.cells.rows(k, 0..part.cells.present.len());
-            (0..all.len()).filter_map(move |i| all.cell(i))
-        })
+        self.all_rows().flat_map(|all| all.cells().map(|(_, c)| c))
+    }
+
+    /// Every present cell's work ([`Cell::work`]), in the order of [`Frame::cells`].
+    pub fn works(&self) -> impl Iterator<Item = Nanos> + '_ {
+        self.all_rows().flat_map(|all| all.works().flatten())
     }
 
     /// A cell's micro-batches, in order.

@@ -137,8 +137,9 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
                 .unwrap_or(1.0);
             // A worker slow by stalls has a compute factor near 1: express its slowness as work.
             let works: Vec<f64> = initiators.iter().filter(|i| i.worker == w).map(|i| i.excess).collect();
-            let mean_work: f64 =
-                frame.cells().map(|c| c.work() as f64).sum::<f64>() / frame.cells().count().max(1) as f64;
+            // One pass over the work columns (as `Iterator::sum`, from negative zero).
+            let (total, count) = frame.works().fold((-0.0, 0usize), |(t, n), w| (t + w as f64, n + 1));
+            let mean_work = total / count.max(1) as f64;
             let by_work = if mean_work > 0.0 { 1.0 + stats::median(&works) / mean_work } else { 1.0 };
             (label(w), f.max(by_work))
         })

@@ -466,14 +466,49 @@ fn host_stalls(i: &Inputs<'_>) -> Signal {
 
 /// The features of a set of document lengths.
 pub fn features_of(lengths: &[u32]) -> SeqFeatures {
-    let tokens: f64 = lengths.iter().map(|&l| f64::from(l)).sum();
-    SeqFeatures {
-        known: true,
-        documents: lengths.len() as f64,
-        tokens,
-        max_len: f64::from(lengths.iter().copied().max().unwrap_or(0)),
-        sum_sq: lengths.iter().map(|&l| f64::from(l) * f64::from(l)).sum(),
-        quadratic: lengths.iter().map(|&l| f64::from(l) * f64::from(l)).sum(),
+    let mut sums = LengthSums::new();
+    lengths.iter().for_each(|&l| sums.add(l));
+    sums.features()
+}
+
+/// Document lengths summed as they come: [`features_of`] of them, none of them kept.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LengthSums {
+    documents: usize,
+    tokens: f64,
+    max_len: u32,
+    sum_sq: f64,
+}
+
+impl LengthSums {
+    /// No documents. Float sums start at negative zero, as `Iterator::sum` does.
+    pub fn new() -> Self {
+        LengthSums { documents: 0, tokens: -0.0, max_len: 0, sum_sq: -0.0 }
+    }
+
+    pub fn add(&mut self, length: u32) {
+        let l = f64::from(length);
+        self.documents += 1;
+        self.tokens += l;
+        self.max_len = self.max_len.max(length);
+        self.sum_sq += l * l;
+    }
+
+    pub fn features(&self) -> SeqFeatures {
+        SeqFeatures {
+            known: true,
+            documents: self.documents as f64,
+            tokens: self.tokens,
+            max_len: f64::from(self.max_len),
+            sum_sq: self.sum_sq,
+            quadratic: self.sum_sq,
+        }
+    }
+}
+
+impl Default for LengthSums {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

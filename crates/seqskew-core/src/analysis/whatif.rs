@@ -4,10 +4,9 @@
 
 use super::costmodel::Fit;
 use super::frame::Frame;
-use super::frame::SeqFeatures;
 use super::par;
 use super::replay::replay_step;
-use super::signals::features_of;
+use super::signals::{LengthSums, features_of};
 use super::slots::{StepSlots, Steps};
 use std::collections::BTreeSet;
 
@@ -237,27 +236,13 @@ fn step_what_ifs(
 /// Each rank's predicted cost when its documents (`docs[i]` dealt to `ranks[i]`) form one bin:
 /// their features summed in document order, as [`features_of`] the bin would.
 fn one_bin_each(docs: &[u32], ranks: &[usize], dp_size: usize, fit: &Fit) -> PerRank {
-    // Float sums start at negative zero, as `Iterator::sum` does.
-    let mut bins = vec![(0usize, -0.0f64, 0u32, -0.0f64); dp_size];
+    let mut bins = vec![LengthSums::new(); dp_size];
     for (&l, &r) in docs.iter().zip(ranks) {
-        if let Some((documents, tokens, max_len, sum_sq)) = bins.get_mut(r) {
-            *documents += 1;
-            *tokens += f64::from(l);
-            *max_len = (*max_len).max(l);
-            *sum_sq += f64::from(l) * f64::from(l);
+        if let Some(bin) = bins.get_mut(r) {
+            bin.add(l);
         }
     }
-    PerRank::of(bins.into_iter().map(|(documents, tokens, max_len, sum_sq)| {
-        let features = SeqFeatures {
-            known: true,
-            documents: documents as f64,
-            tokens,
-            max_len: f64::from(max_len),
-            sum_sq,
-            quadratic: sum_sq,
-        };
-        std::iter::once(fit.predict(&features).max(1.0))
-    }))
+    PerRank::of(bins.iter().map(|bin| std::iter::once(fit.predict(&bin.features()).max(1.0))))
 }
 
 /// A number per micro-batch of each data-parallel rank, in one list.
