@@ -26,6 +26,8 @@ pub fn import_workers(sizes: &[u64], cores: usize) -> usize {
 /// Which of a job's files the import workers have claimed, and how far they are.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Claims {
+    /// The job's files' sizes.
+    sizes: Vec<u64>,
     /// Files from here on are claimed by import workers.
     end: usize,
     helpers: Vec<Helper>,
@@ -42,9 +44,9 @@ struct Helper {
 }
 
 impl Claims {
-    /// `files` files, `helpers` import workers, none of them reading yet.
-    pub fn new(files: usize, helpers: usize) -> Self {
-        Claims { end: files, helpers: vec![Helper::default(); helpers] }
+    /// Files of these sizes, `helpers` import workers, none of them reading yet.
+    pub fn new(sizes: Vec<u64>, helpers: usize) -> Self {
+        Claims { end: sizes.len(), sizes, helpers: vec![Helper::default(); helpers] }
     }
 
     /// The files before this are the analysis worker's to read.
@@ -54,10 +56,10 @@ impl Claims {
 
     /// Gives import worker `helper` (which is free) the last unclaimed file, if one is left
     /// after `reading` (the file the analysis worker reads now or next, never claimed).
-    pub fn claim(&mut self, helper: usize, reading: usize, sizes: &[u64]) -> Option<usize> {
+    pub fn claim(&mut self, helper: usize, reading: usize) -> Option<usize> {
         let h = self.helpers.get_mut(helper).filter(|h| h.reading.is_none())?;
         let last = self.end.checked_sub(1).filter(|&last| last > reading)?;
-        h.reading = Some((sizes.get(last).copied().unwrap_or(0), 0));
+        h.reading = Some((self.sizes.get(last).copied().unwrap_or(0), 0));
         self.end = last;
         Some(last)
     }
@@ -125,11 +127,11 @@ mod tests {
     #[test]
     fn import_workers_claim_from_the_back_and_never_the_file_being_read() {
         let sizes = [10, 20, 30, 40, 50];
-        let mut claims = Claims::new(sizes.len(), 2);
+        let mut claims = Claims::new(sizes.to_vec(), 2);
         // The analysis worker reads file 0; the import workers take the last two.
-        assert_eq!(claims.claim(0, 0, &sizes), Some(4));
-        assert_eq!(claims.claim(0, 0, &sizes), None, "one file at a time");
-        assert_eq!(claims.claim(1, 0, &sizes), Some(3));
+        assert_eq!(claims.claim(0, 0), Some(4));
+        assert_eq!(claims.claim(0, 0), None, "one file at a time");
+        assert_eq!(claims.claim(1, 0), Some(3));
         assert_eq!(claims.end(), 3);
         claims.read(0, 25);
         claims.read(1, 99);
@@ -137,9 +139,9 @@ mod tests {
         claims.returned(1, 1, 300);
         assert_eq!(claims.bytes_read(), 25 + 40);
         // The analysis worker has moved on to file 1: file 2 is the last one left.
-        assert_eq!(claims.claim(1, 1, &sizes), Some(2));
+        assert_eq!(claims.claim(1, 1), Some(2));
         claims.returned(1, 1, 200);
-        assert_eq!(claims.claim(1, 1, &sizes), None, "the analysis worker's file");
+        assert_eq!(claims.claim(1, 1), None, "the analysis worker's file");
         assert!(!claims.all_returned());
         claims.returned(0, 1, 100);
         assert!(claims.all_returned());
@@ -149,12 +151,12 @@ mod tests {
 
     #[test]
     fn a_worker_that_only_started_has_read_nothing() {
-        let mut claims = Claims::new(2, 3);
+        let mut claims = Claims::new(vec![5, 6], 3);
         claims.returned(2, 0, 10);
-        assert_eq!(claims.claim(2, 0, &[5, 6]), Some(1));
-        assert_eq!(claims.claim(0, 0, &[5, 6]), None);
+        assert_eq!(claims.claim(2, 0), Some(1));
+        assert_eq!(claims.claim(0, 0), None);
         claims.returned(2, 1, 10);
         assert_eq!((claims.readers(), claims.bytes_read(), claims.end()), (1, 6, 1));
-        assert!(Claims::new(0, 1).claim(0, 0, &[]).is_none(), "no files, nothing to claim");
+        assert!(Claims::new(Vec::new(), 1).claim(0, 0).is_none(), "no files, nothing to claim");
     }
 }

@@ -218,7 +218,7 @@ impl AnalysisWorker {
         let sizes: Vec<u64> = files.iter().map(|f| f.size).collect();
         let helpers = import_workers(&sizes, available_cores()) - 1;
         let mut job = RunningJob::new(id, Role::Analyze, indexed(files), SLICE_BYTES);
-        job.claims = Claims::new(sizes.len(), helpers);
+        job.claims = Claims::new(sizes, helpers);
         self.import_workers = (0..helpers).map(|helper| start_import_worker(scope, id, helper)).collect();
         self.start(scope, client, job);
     }
@@ -275,8 +275,7 @@ impl AnalysisWorker {
                 Ok(imports) => {
                     job.claims.returned(helper, imports.len(), wasm_bytes);
                     job.imports.extend(imports);
-                    let sizes: Vec<u64> = job.files.iter().map(|(_, f)| f.size).collect();
-                    let next = job.claims.claim(helper, job.index, &sizes).and_then(|i| job.files.get(i).cloned());
+                    let next = job.claims.claim(helper, job.index).and_then(|i| job.files.get(i).cloned());
                     if let (Some(file), Some(bridge)) = (next, self.import_workers.get(helper)) {
                         bridge.send(Request::Import { job: id, files: vec![file] });
                     }
@@ -318,7 +317,7 @@ impl AnalysisWorker {
 impl RunningJob {
     fn new(id: u32, role: Role, files: Vec<(u32, InputFile)>, slice_bytes: u64) -> Self {
         let bytes_total = files.iter().map(|(_, f)| f.size).sum();
-        let claims = Claims::new(files.len(), 0);
+        let claims = Claims::new(files.iter().map(|(_, f)| f.size).collect(), 0);
         RunningJob {
             id,
             role,
