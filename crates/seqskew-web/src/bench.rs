@@ -6,7 +6,7 @@
 
 use std::rc::Rc;
 
-use seqskew_core::analysis::views::Views;
+use seqskew_core::analysis::Analysis;
 use seqskew_core::model::SpanKind;
 use seqskew_plot::{Lane, LaneSpan, LaneStep, TimelineData};
 use yew::prelude::*;
@@ -78,10 +78,10 @@ pub struct Props {
 pub fn bench_timeline(props: &Props) -> Html {
     let state = use_reducer(AppState::default);
     let data = use_memo((props.workers, props.steps), |&(w, s)| Shared(Rc::new(synthetic_timeline(w, s))));
-    let views = use_memo((), |_| Shared(Rc::new(Views::default())));
+    let analysis = use_memo((), |_| Shared(Rc::new(Analysis::default())));
     html! {
         <main class="page" id="bench" data-workers={props.workers.to_string()} data-steps={props.steps.to_string()}>
-            <Timeline data={(*data).clone()} views={(*views).clone()} state={state} />
+            <Timeline data={(*data).clone()} analysis={(*analysis).clone()} state={state} />
         </main>
     }
 }

@@ -6,6 +6,7 @@
 //! 4096-worker job arrives as a single `Uint8Array`, not millions of JS objects.
 
 use std::io::{BufReader, BufWriter, Write};
+use std::rc::Rc;
 
 use gloo::worker::Codec;
 use seqskew_core::import::FileImport;
@@ -89,9 +90,10 @@ pub struct JobResult {
     pub job_diagnostics: Vec<seqskew_core::diag::Diagnostic>,
     pub workers: usize,
     pub steps: usize,
-    pub analysis: Option<seqskew_core::analysis::Analysis>,
-    /// What the timeline draws.
-    pub timeline: Option<seqskew_plot::timeline::TimelineData>,
+    /// Shared, not copied, by the page's views (Rc serialises as its contents).
+    pub analysis: Option<Rc<seqskew_core::analysis::Analysis>>,
+    /// What the timeline draws (40 MiB for a gigabyte of traces: shared like the analysis).
+    pub timeline: Option<Rc<seqskew_plot::timeline::TimelineData>>,
     /// Per step (pipeline jobs only): the pipeline of the replica holding the step's initiator.
     pub pipelines: Vec<seqskew_plot::PipelineData>,
     pub timings: Timings,

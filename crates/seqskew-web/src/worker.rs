@@ -13,6 +13,7 @@
 
 use std::cell::RefCell;
 use std::io::Read;
+use std::rc::Rc;
 
 use gloo::worker::{HandlerId, Registrable, Spawnable, Worker, WorkerBridge, WorkerScope};
 use seqskew_core::analysis::analyze;
@@ -459,8 +460,8 @@ impl RunningJob {
             workers,
             steps,
             files,
-            analysis,
-            timeline,
+            analysis: analysis.map(Rc::new),
+            timeline: timeline.map(Rc::new),
             pipelines,
             timings,
         }

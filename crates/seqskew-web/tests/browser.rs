@@ -53,7 +53,7 @@ fn results_round_trip_through_javascript_memory_with_spans_packed() {
     let result = JobResult {
         workers: 1,
         steps: 1,
-        timeline: Some(TimelineData { lanes: vec![lane], stages: 1, end: 1.5 * n as f64 }),
+        timeline: Some(std::rc::Rc::new(TimelineData { lanes: vec![lane], stages: 1, end: 1.5 * n as f64 })),
         ..JobResult::default()
     };
     let payload = encode(&result);

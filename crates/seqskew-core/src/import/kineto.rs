@@ -348,8 +348,10 @@ impl KinetoBuilder {
     /// GPU time: each kernel belongs to the CPU step that launched it. A step's GPU window
     /// starts when both its CPU step has begun and the previous step's kernels are done, and
     /// ends where the next window starts, so host-side gaps stay in the step that caused them.
-    fn gpu_windows(&self, cpu: &[StepMark]) -> StepTime {
-        let mut launches = self.launches.clone();
+    /// Takes the kernels and launches: they are the largest things a file's import holds.
+    fn gpu_windows(&mut self, cpu: &[StepMark]) -> StepTime {
+        let kernels = std::mem::take(&mut self.kernels);
+        let mut launches = std::mem::take(&mut self.launches);
         launches.sort_unstable();
         let cpu_windows: Vec<(Nanos, Nanos)> = cpu.iter().map(|s| (s.start, s.end)).collect();
         // Kernels come mostly in launch order: each search first tries just after the last hit.
@@ -372,8 +374,8 @@ impl KinetoBuilder {
             launches.get(i).map(|l| l.1)
         };
         let mut gpu_end: Vec<Option<Nanos>> = vec![None; cpu.len()];
-        let mut owner: Vec<Option<usize>> = Vec::with_capacity(self.kernels.len());
-        for k in &self.kernels {
+        let mut owner: Vec<Option<usize>> = Vec::with_capacity(kernels.len());
+        for k in &kernels {
             let launch = k.correlation.and_then(&mut launch_of);
             let step = step_of(launch.unwrap_or(k.start));
             if let Some(e) = step.and_then(|i| gpu_end.get_mut(i)) {
@@ -381,6 +383,7 @@ impl KinetoBuilder {
             }
             owner.push(step);
         }
+        drop(launches);
         let starts: Vec<Nanos> = cpu
             .iter()
             .enumerate()
@@ -402,9 +405,9 @@ impl KinetoBuilder {
                 (start, end.max(start))
             })
             .collect();
-        let mut pieces = Vec::with_capacity(self.kernels.len());
+        let mut pieces = Vec::with_capacity(kernels.len());
         let mut collectives: Vec<Vec<Collective>> = vec![Vec::new(); cpu.len()];
-        for (k, step) in self.kernels.iter().zip(owner) {
+        for (k, step) in kernels.iter().zip(owner) {
             let Some(step) = step else { continue };
             pieces.push(Piece { start: k.start, end: k.end, kind: k.kind, micro_batch: None });
             if let (Some(op), Some(list)) = (k.op, collectives.get_mut(step)) {
@@ -414,12 +417,14 @@ impl KinetoBuilder {
         StepTime { windows, pieces, collectives }
     }
 
-    /// CPU time: ops on every thread, collectives on side threads overlapping compute.
-    fn cpu_time(&self, windows: &[(Nanos, Nanos)]) -> StepTime {
-        let has_spans = self.ops.iter().any(|o| matches!(o.class, OpClass::Collective(_)));
-        let mut pieces = Vec::with_capacity(self.ops.len());
+    /// CPU time: ops on every thread, collectives on side threads overlapping compute. Takes
+    /// the ops.
+    fn cpu_time(&mut self, windows: &[(Nanos, Nanos)]) -> StepTime {
+        let ops = std::mem::take(&mut self.ops);
+        let has_spans = ops.iter().any(|o| matches!(o.class, OpClass::Collective(_)));
+        let mut pieces = Vec::with_capacity(ops.len());
         let mut collectives: Vec<Vec<Collective>> = vec![Vec::new(); windows.len()];
-        for o in &self.ops {
+        for o in &ops {
             let on_comm_thread = self.comm_threads.contains(&o.thread);
             let kind = match o.class {
                 OpClass::Compute | OpClass::Attention if on_comm_thread => SpanKind::Communication,
@@ -446,9 +451,10 @@ impl KinetoBuilder {
     }
 
     /// Forward attention calls per step (outermost op of each call, its shape from any op
-    /// inside it), then one entry per document once layer repeats are folded.
-    fn sequences(&self, cpu: &[StepMark]) -> Vec<Option<Vec<CallShape>>> {
-        let mut ops = self.attention.clone();
+    /// inside it), then one entry per document once layer repeats are folded. Takes the
+    /// attention ops.
+    fn sequences(&mut self, cpu: &[StepMark]) -> Vec<Option<Vec<CallShape>>> {
+        let mut ops = std::mem::take(&mut self.attention);
         ops.sort_by_key(|o| (o.thread, o.start, std::cmp::Reverse(o.end)));
         // Outermost calls per thread, with the first shape found inside each.
         let mut calls: Vec<(Nanos, bool, Option<CallShape>)> = Vec::new();
@@ -722,23 +728,26 @@ impl TraceBuilder for KinetoBuilder {
             };
             diags.push(Severity::Info, None, msg);
         }
+        // The raw events are taken as each is used, so that a large file's peak memory is not
+        // all of them beside the steps made from them (the browser's workers keep their peak).
+        let calls = self.sequences(&cpu);
         let on_gpu = !self.kernels.is_empty();
         let cpu_windows: Vec<(Nanos, Nanos)> = cpu.iter().map(|s| (s.start, s.end)).collect();
-        let StepTime { windows, pieces, collectives } =
+        let StepTime { windows, pieces, mut collectives } =
             if on_gpu { self.gpu_windows(&cpu) } else { self.cpu_time(&cpu_windows) };
         let mut order: Vec<usize> = (0..windows.len()).collect();
         order.sort_by_key(|&i| windows.get(i).copied());
         let sorted_windows: Vec<(Nanos, Nanos)> = order.iter().filter_map(|&i| windows.get(i).copied()).collect();
         let buckets = bucket(&sorted_windows, &pieces);
-        let calls = self.sequences(&cpu);
+        drop(pieces);
         // In time order, so each step finds its marks by bisection (the lengths are sorted later).
         self.seqlen_marks.sort_by_key(|(t, _)| *t);
         let mut steps = Vec::with_capacity(cpu.len());
-        for (&i, bucket) in order.iter().zip(&buckets) {
+        for (&i, bucket) in order.iter().zip(buckets) {
             let (Some(mark), Some(&(start, end))) = (cpu.get(i), windows.get(i)) else {
                 continue;
             };
-            let (spans, totals) = partition(start, end, bucket);
+            let (spans, totals) = partition(start, end, &bucket);
             let mut sequences = calls.get(i).cloned().flatten().map(|c| sequences_of(&c)).unwrap_or_default();
             let from = self.seqlen_marks.partition_point(|(t, _)| *t < mark.start);
             let to = self.seqlen_marks.partition_point(|(t, _)| *t < mark.end);
@@ -751,7 +760,7 @@ impl TraceBuilder for KinetoBuilder {
             if attention > 0 {
                 sequences.attention = Some(attention);
             }
-            let mut list = collectives.get(i).cloned().unwrap_or_default();
+            let mut list = collectives.get_mut(i).map(std::mem::take).unwrap_or_default();
             list.sort_by_key(|c| (c.start, c.end));
             steps.push(WorkerStep {
                 step: mark.number,

@@ -4,7 +4,8 @@
 use std::rc::Rc;
 
 use plotters_canvas::CanvasBackend;
-use seqskew_core::analysis::views::{StepView, Views};
+use seqskew_core::analysis::Analysis;
+use seqskew_core::analysis::views::StepView;
 use seqskew_plot::XAxis;
 use seqskew_plot::plotters::coord::Shift;
 use seqskew_plot::plotters::prelude::*;
@@ -30,31 +31,31 @@ impl<T> PartialEq for Shared<T> {
 /// What a canvas shows.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChartKind {
-    MaxVsMean(Shared<Views>),
-    StepScatter(Shared<Views>, XAxis),
-    ComputeVsCost(Shared<Views>),
-    Heatmap(Shared<Views>),
+    MaxVsMean(Shared<Analysis>),
+    StepScatter(Shared<Analysis>, XAxis),
+    ComputeVsCost(Shared<Analysis>),
+    Heatmap(Shared<Analysis>),
     Pipeline(Shared<seqskew_plot::PipelineData>),
-    Series(Vec<(&'static str, Shared<Views>)>),
+    Series(Vec<(&'static str, Shared<Analysis>)>),
 }
 
 /// Draws a chart on any backend.
 pub fn draw<DB: DrawingBackend>(kind: &ChartKind, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
     match kind {
-        ChartKind::MaxVsMean(v) => seqskew_plot::max_vs_mean(area, &v.0.steps),
-        ChartKind::StepScatter(v, x) => seqskew_plot::step_time_scatter(area, &v.0.steps, *x),
-        ChartKind::ComputeVsCost(v) => seqskew_plot::compute_vs_cost(area, &v.0),
+        ChartKind::MaxVsMean(v) => seqskew_plot::max_vs_mean(area, &v.0.views.steps),
+        ChartKind::StepScatter(v, x) => seqskew_plot::step_time_scatter(area, &v.0.views.steps, *x),
+        ChartKind::ComputeVsCost(v) => seqskew_plot::compute_vs_cost(area, &v.0.views),
         ChartKind::Heatmap(v) => {
             let (w, h) = area.dim_in_pixel();
             seqskew_plot::heatmap(
                 area,
-                &v.0,
+                &v.0.views,
                 ((w as usize).saturating_sub(180).max(10), (h as usize).saturating_sub(80).max(10)),
             )
         }
         ChartKind::Pipeline(p) => seqskew_plot::pipeline(area, &p.0),
         ChartKind::Series(series) => {
-            let data: Vec<(&str, &[StepView])> = series.iter().map(|(n, v)| (*n, v.0.steps.as_slice())).collect();
+            let data: Vec<(&str, &[StepView])> = series.iter().map(|(n, v)| (*n, v.0.views.steps.as_slice())).collect();
             seqskew_plot::step_series(area, &data)
         }
     }
@@ -141,7 +142,7 @@ pub fn chart(props: &ChartProps) -> Html {
 
 #[derive(Properties, PartialEq)]
 struct ScatterProps {
-    views: Shared<Views>,
+    analysis: Shared<Analysis>,
 }
 
 /// Step time against a chosen x, beside the max-versus-mean pair and the compute-versus-cost scatter.
@@ -164,7 +165,7 @@ fn scatter_view(props: &ScatterProps) -> Html {
             </select>
         </label>
     };
-    let v = props.views.clone();
+    let v = props.analysis.clone();
     html! {
         <>
             <Chart kind={ChartKind::MaxVsMean(v.clone())} title="Step time follows the longest document, not the mean" name="max-vs-mean" height={380}
@@ -177,17 +178,18 @@ fn scatter_view(props: &ScatterProps) -> Html {
     }
 }
 
-/// The data a run's charts share, built once per result.
+/// The data a run's charts draw: the result's own, shared (a copy of a large job's timeline
+/// and views doubled the page's memory).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunCharts {
-    pub views: Shared<Views>,
+    pub analysis: Shared<Analysis>,
     pub timeline: Option<Shared<seqskew_plot::TimelineData>>,
 }
 
 impl RunCharts {
     pub fn of(result: &JobResult) -> Option<RunCharts> {
-        let views = Shared(Rc::new(result.analysis.as_ref()?.views.clone()));
-        Some(RunCharts { views, timeline: result.timeline.clone().map(|t| Shared(Rc::new(t))) })
+        let analysis = Shared(result.analysis.clone()?);
+        Some(RunCharts { analysis, timeline: result.timeline.clone().map(Shared) })
     }
 }
 
@@ -201,18 +203,18 @@ pub fn chart_view(
     let (Some(analysis), Some(charts)) = (main.analysis.as_ref(), charts) else {
         return html! { <p>{"Nothing could be analysed: see the files' problems."}</p> };
     };
-    let views = charts.views.clone();
+    let analysis_charts = charts.analysis.clone();
     match view {
         View::Timeline => match &charts.timeline {
             Some(t) => html! {
-                <Timeline data={t.clone()} views={views} state={state.clone()} />
+                <Timeline data={t.clone()} analysis={analysis_charts} state={state.clone()} />
             },
             None => html! { <p>{"No timeline."}</p> },
         },
-        View::Scatter => html! { <ScatterView views={views} /> },
+        View::Scatter => html! { <ScatterView analysis={analysis_charts} /> },
         View::Heatmap => html! {
             <>
-                <Chart kind={ChartKind::Heatmap(views)} title="Relative work per worker and step" name="heatmap" height={520}
+                <Chart kind={ChartKind::Heatmap(analysis_charts)} title="Relative work per worker and step" name="heatmap" height={520}
                     description="Heatmap of each worker's work per step relative to the step's mean: a persistent row is a slow worker, a band a heavy pipeline stage, scattered hot cells sequence-length imbalance." />
                 <p class="hint">{"A hot row is a slow worker; a hot band, a heavy pipeline stage; hot cells scattered over workers and steps, sequence-length imbalance."}</p>
             </>
@@ -241,9 +243,30 @@ pub fn compare_chart(before: Option<&RunCharts>, after: Option<&RunCharts>) -> H
     let (Some(b), Some(a)) = (before, after) else {
         return Html::default();
     };
-    let series = vec![("before", b.views.clone()), ("after", a.views.clone())];
+    let series = vec![("before", b.analysis.clone()), ("after", a.analysis.clone())];
     html! {
         <Chart kind={ChartKind::Series(series)} title="Step time before and after" name="compare" height={360}
             description="Step time per step for the run before and the run after the fix, with each run's ideal step time dashed." />
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The charts draw the result's own analysis and timeline: copies of them had doubled the
+    /// page's memory after a large job.
+    #[test]
+    fn run_charts_share_the_result_rather_than_copy_it() {
+        let result = JobResult {
+            analysis: Some(Rc::new(Analysis::default())),
+            timeline: Some(Rc::new(seqskew_plot::TimelineData::default())),
+            ..JobResult::default()
+        };
+        let Some(charts) = RunCharts::of(&result) else { panic!("an analysed result has charts") };
+        assert!(result.analysis.as_ref().is_some_and(|a| Rc::ptr_eq(a, &charts.analysis.0)));
+        let timeline = charts.timeline.as_ref().map(|t| &t.0);
+        assert!(result.timeline.as_ref().zip(timeline).is_some_and(|(a, b)| Rc::ptr_eq(a, b)));
+        assert_eq!(RunCharts::of(&JobResult::default()), None, "nothing to chart without an analysis");
     }
 }

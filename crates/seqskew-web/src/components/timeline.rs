@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use plotters_canvas::CanvasBackend;
-use seqskew_core::analysis::views::Views;
+use seqskew_core::analysis::Analysis;
 use seqskew_plot::plotters::prelude::*;
 use seqskew_plot::{
     PlotRect, TimelineData, draw_rects, hit_test, timeline, timeline_pixels, timeline_plot_rect, timeline_rects,
@@ -23,7 +23,7 @@ use crate::state::{Action, AppState};
 #[derive(Properties, PartialEq)]
 pub struct Props {
     pub data: Shared<TimelineData>,
-    pub views: Shared<Views>,
+    pub analysis: Shared<Analysis>,
     pub state: UseReducerHandle<AppState>,
 }
 
@@ -155,8 +155,9 @@ pub fn timeline_view(props: &Props) -> Html {
     }
     let drag = use_mut_ref(|| None::<(i32, (f64, f64), bool)>);
     let size = use_mut_ref(|| (900u32, height_for(data.lanes.len())));
-    let initiators: Rc<Vec<(u64, usize)>> =
-        use_memo(props.views.clone(), |v| v.0.steps.iter().filter_map(|s| s.initiator.map(|w| (s.step, w))).collect());
+    let initiators: Rc<Vec<(u64, usize)>> = use_memo(props.analysis.clone(), |a| {
+        a.0.views.steps.iter().filter_map(|s| s.initiator.map(|w| (s.step, w))).collect()
+    });
 
     // A new job: show all of it (unless the URL asks for a window).
     {
