@@ -200,28 +200,28 @@ pub fn chart_view(
     main: &Rc<JobResult>,
     charts: Option<&RunCharts>,
 ) -> Html {
-    let (Some(analysis), Some(charts)) = (main.analysis.as_ref(), charts) else {
+    let Some(charts) = charts else {
         return html! { <p>{"Nothing could be analysed: see the files' problems."}</p> };
     };
-    let analysis_charts = charts.analysis.clone();
+    let analysis = charts.analysis.clone();
     match view {
         View::Timeline => match &charts.timeline {
             Some(t) => html! {
-                <Timeline data={t.clone()} analysis={analysis_charts} state={state.clone()} />
+                <Timeline data={t.clone()} analysis={analysis} state={state.clone()} />
             },
             None => html! { <p>{"No timeline."}</p> },
         },
-        View::Scatter => html! { <ScatterView analysis={analysis_charts} /> },
+        View::Scatter => html! { <ScatterView analysis={analysis} /> },
         View::Heatmap => html! {
             <>
-                <Chart kind={ChartKind::Heatmap(analysis_charts)} title="Relative work per worker and step" name="heatmap" height={520}
+                <Chart kind={ChartKind::Heatmap(analysis)} title="Relative work per worker and step" name="heatmap" height={520}
                     description="Heatmap of each worker's work per step relative to the step's mean: a persistent row is a slow worker, a band a heavy pipeline stage, scattered hot cells sequence-length imbalance." />
                 <p class="hint">{"A hot row is a slow worker; a hot band, a heavy pipeline stage; hot cells scattered over workers and steps, sequence-length imbalance."}</p>
             </>
         },
         View::Pipeline => {
             let focused = state.nav.step;
-            let slowest = analysis.views.steps.iter().max_by(|a, b| a.time_s.total_cmp(&b.time_s)).map(|s| s.step);
+            let slowest = analysis.0.views.steps.iter().max_by(|a, b| a.time_s.total_cmp(&b.time_s)).map(|s| s.step);
             let want = focused.or(slowest);
             match main.pipelines.iter().find(|p| Some(p.step) == want).or(main.pipelines.first()) {
                 Some(p) => html! {

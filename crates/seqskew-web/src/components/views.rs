@@ -6,7 +6,7 @@ use std::rc::Rc;
 use seqskew_core::compare::compare;
 use yew::prelude::*;
 
-use crate::components::charts::{RunCharts, Shared, chart_view, compare_chart};
+use crate::components::charts::{RunCharts, chart_view, compare_chart};
 use crate::components::file_list::FileList;
 use crate::hash::View;
 use crate::protocol::JobResult;
@@ -38,18 +38,13 @@ pub fn views_panel(props: &Props) -> Html {
         view = if props.main.analysis.is_some() { View::Timeline } else { View::Files };
     }
     let tabs: Vec<View> = View::ALL.into_iter().filter(|v| available(*v, &props.main, props.after.as_ref())).collect();
-    // Built once per result, so charts redraw only when their data changes.
-    let main_charts = use_memo(Shared(props.main.clone()), |m| RunCharts::of(&m.0));
-    let after_charts = use_memo(props.after.clone().map(Shared), |a| a.as_ref().and_then(|a| RunCharts::of(&a.0)));
+    // The results' own data, shared: charts redraw only when a result changes.
+    let main_charts = RunCharts::of(&props.main);
+    let after_charts = props.after.as_deref().and_then(RunCharts::of);
     let body = match view {
         View::Files => html! { <FileList result={props.main.clone()} /> },
-        View::Compare => compare_view(
-            &props.main,
-            props.after.as_ref(),
-            main_charts.as_ref().as_ref(),
-            after_charts.as_ref().as_ref(),
-        ),
-        other => chart_view(other, state, &props.main, main_charts.as_ref().as_ref()),
+        View::Compare => compare_view(&props.main, props.after.as_ref(), main_charts.as_ref(), after_charts.as_ref()),
+        other => chart_view(other, state, &props.main, main_charts.as_ref()),
     };
     html! {
         <section class="views">
