@@ -8,6 +8,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::Closure;
 use yew::prelude::*;
 
+use crate::components::charts::Shared;
 use crate::components::drop_zone::{DropZone, on_input_change};
 use crate::components::file_list;
 use crate::components::progress::ProgressBar;
@@ -239,7 +240,7 @@ pub fn app() -> Html {
     };
 
     let main = state.main.clone();
-    let report = main.as_ref().and_then(|m| m.analysis.as_ref()).map(|a| Rc::new(a.report.clone()));
+    let analysis = main.as_ref().and_then(|m| m.analysis.clone()).map(Shared);
     let files = main.as_ref().map(|m| m.file_names()).unwrap_or_default();
     let is_example = files == format!("{EXAMPLE}.trace.json");
     html! {
@@ -263,8 +264,8 @@ pub fn app() -> Html {
                         <label class="button" for="compare-input" title="Load the run after a fix to compare">{"Compare with…"}</label>
                         <input id="compare-input" class="visually-hidden" type="file" multiple=true
                             accept=".json,.gz,.jsonl,.csv" onchange={on_input_change(on_compare_files)} />
-                        <button onclick={export(false)} disabled={report.is_none()}>{"Report JSON"}</button>
-                        <button onclick={export(true)} disabled={report.is_none()}>{"Report Markdown"}</button>
+                        <button onclick={export(false)} disabled={analysis.is_none()}>{"Report JSON"}</button>
+                        <button onclick={export(true)} disabled={analysis.is_none()}>{"Report Markdown"}</button>
                     </nav>
                 </header>
             }
@@ -277,7 +278,7 @@ pub fn app() -> Html {
             if let Some(loading) = &state.loading {
                 <ProgressBar progress={loading.progress} on_cancel={cancel} />
             }
-            <VerdictPanel files={AttrValue::from(files)} report={report} pending={state.loading.is_some()} />
+            <VerdictPanel files={AttrValue::from(files)} analysis={analysis} pending={state.loading.is_some()} />
             if let Some(main) = main {
                 <ViewsPanel state={state.clone()} main={main} after={state.after.clone()} embed={*embed} />
             }

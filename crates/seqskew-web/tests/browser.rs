@@ -80,7 +80,9 @@ fn an_import_workers_files_round_trip_with_their_indices() {
 mod components {
     use std::rc::Rc;
 
+    use seqskew_core::analysis::Analysis;
     use seqskew_core::report::{Report, Signal, Verdict};
+    use seqskew_web::components::charts::Shared;
     use seqskew_web::components::verdict::{Props, VerdictPanel};
     use wasm_bindgen_test::wasm_bindgen_test;
 
@@ -117,8 +119,8 @@ mod components {
 
     #[wasm_bindgen_test]
     async fn the_verdict_exposes_its_hooks_once_analysed() {
-        let root =
-            render(Props { files: "a.json,b.json".into(), report: Some(Rc::new(report())), pending: false }).await;
+        let analysis = Some(Shared(Rc::new(Analysis { report: report(), ..Analysis::default() })));
+        let root = render(Props { files: "a.json,b.json".into(), analysis, pending: false }).await;
         let v = root.query_selector("#verdict").unwrap().expect("#verdict");
         assert_eq!(v.get_attribute("data-cause").as_deref(), Some("slow_worker"));
         assert_eq!(v.get_attribute("data-files").as_deref(), Some("a.json,b.json"));
@@ -134,7 +136,7 @@ mod components {
 
     #[wasm_bindgen_test]
     async fn while_analysing_the_hooks_are_absent() {
-        let root = render(Props { files: "".into(), report: None, pending: true }).await;
+        let root = render(Props { files: "".into(), analysis: None, pending: true }).await;
         let v = root.query_selector("#verdict").unwrap().expect("#verdict");
         assert_eq!(v.get_attribute("data-cause"), None);
         assert_eq!(v.get_attribute("aria-busy").as_deref(), Some("true"));

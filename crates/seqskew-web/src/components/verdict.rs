@@ -1,16 +1,18 @@
 //! The verdict panel: cause, confidence, headline, shares of the slowdown, evidence, the fix and
 //! the command that verifies it. `#verdict[data-cause][data-files]` is a stable hook.
 
-use std::rc::Rc;
-
-use seqskew_core::report::{Report, Signal, cause_title};
+use seqskew_core::analysis::Analysis;
+use seqskew_core::report::{Signal, cause_title};
 use yew::prelude::*;
+
+use crate::components::charts::Shared;
 
 #[derive(Properties, PartialEq)]
 pub struct Props {
     /// The analysed files' names, comma-separated.
     pub files: AttrValue,
-    pub report: Option<Rc<Report>>,
+    /// The result's analysis, whose report the panel shows (shared: compared by identity).
+    pub analysis: Option<Shared<Analysis>>,
     /// Whether the panel is loading (its data-* hooks are absent until analysis is done).
     pub pending: bool,
 }
@@ -47,7 +49,7 @@ fn copy_to_clipboard(text: String) {
 #[component(VerdictPanel)]
 pub fn verdict_panel(props: &Props) -> Html {
     let copied = use_state(|| false);
-    let Some(r) = props.report.as_ref() else {
+    let Some(r) = props.analysis.as_ref().map(|a| &a.0.report) else {
         return html! {
             <section id="verdict" class="verdict empty" aria-live="polite" aria-busy={props.pending.to_string()}>
                 <p>{ if props.pending { "Analysing…" } else { "Drop traces to get a verdict." } }</p>
