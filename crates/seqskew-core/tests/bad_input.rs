@@ -376,7 +376,8 @@ fn cases() -> Vec<Case> {
                 r#"{"ph": "X", "cat": "cpu_op", "name": "aten::nan", "pid": 7, "tid": 1, "ts": 1120, "dur": "NaN"},
     {"ph": "X", "cat": "cpu_op", "name": "aten::bare_nan", "pid": 7, "tid": 1, "ts": 1120, "dur": NaN},
     {"ph": "X", "cat": "cpu_op", "name": "aten::neg", "pid": 7, "tid": 1, "ts": 1120, "dur": -5},
-    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#4", "pid": 7, "tid": 1, "ts": 1300.5, "dur": -100}"#,
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#4", "pid": 7, "tid": 1, "ts": 1300.5, "dur": -100},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 1, "ts": 1120, "dur": -1, "args": {"correlation": 9}}"#,
             ),
             kineto_rank3(&[
                 (Warning, "\"aten::nan\" has a dur that is not a number; event skipped"),
@@ -384,6 +385,8 @@ fn cases() -> Vec<Case> {
                 (Warning, "\"aten::bare_nan\" has a dur that is not a number; event skipped"),
                 (Warning, "\"aten::neg\" has a dur that is negative; event skipped"),
                 (Warning, "\"ProfilerStep#4\" has a dur that is negative; event skipped"),
+                // A launch's name is not read: its category stands in for it.
+                (Warning, "an event of category \"cuda_runtime\" has a dur that is negative; event skipped"),
             ]),
         ),
         case(

@@ -230,7 +230,7 @@ impl TraceBuilder for ChromeBuilder {
     fn top_level(&mut self, _: &str, _: &RawValue, _: &mut DiagnosticSink) {}
 
     fn event(&mut self, ev: &RawEvent<'_>, place: EventPlace, diags: &mut DiagnosticSink) -> bool {
-        let thread = (ev.pid.as_ref().map_or(0, |p| p.key()), ev.tid.as_ref().map_or(0, |t| t.key()));
+        let thread = (ev.pid.unwrap_or(0), ev.tid.unwrap_or(0));
         let args = ev.args.as_ref();
         let phase = ev.phase();
         if phase == "M" {
@@ -434,7 +434,7 @@ fn build_steps(records: &[Record], spans: &[StepSpan], found: &[FoundLengths]) -
         .collect();
     let buckets = bucket(&by_time, &pieces);
     let mut steps = Vec::with_capacity(ordered.len());
-    for ((&(step, (start, end)), bucket), mine) in ordered.iter().zip(&buckets).zip(&per_step) {
+    for ((&(step, (start, end)), bucket), mine) in ordered.iter().zip(buckets.iter()).zip(&per_step) {
         let (timeline, totals) = partition(start, end, bucket);
         let (micro_batches, collectives) = micro_batches_and_collectives(mine);
         let mut micro: BTreeMap<u32, MicroBatch> = micro_batches.into_iter().map(|m| (m.id, m)).collect();

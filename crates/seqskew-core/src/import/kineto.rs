@@ -111,6 +111,7 @@ struct ShapeMemo {
 
 const SHAPE_MEMO_SIZE: usize = 4;
 
+#[derive(Default)]
 struct MemoEntry {
     name: String,
     dims: Option<Vec<u8>>,
@@ -135,9 +136,22 @@ impl ShapeMemo {
             return entry.shape;
         }
         let shape = call_shape(name, dims, concrete);
-        let owned = |raw: Option<RawText<'_>>| raw.map(|r| r.get().to_vec());
+        // The replaced entry's buffers are reused: misses are frequent where lengths vary.
+        let keep = |kept: &mut Option<Vec<u8>>, raw: Option<RawText<'_>>| match raw {
+            Some(raw) => {
+                let buf = kept.get_or_insert_with(Vec::new);
+                buf.clear();
+                buf.extend_from_slice(raw.get());
+            }
+            None => *kept = None,
+        };
         if let Some(slot) = self.entries.get_mut(self.next) {
-            *slot = Some(MemoEntry { name: name.to_owned(), dims: owned(dims), concrete: owned(concrete), shape });
+            let entry = slot.get_or_insert_with(MemoEntry::default);
+            entry.name.clear();
+            entry.name.push_str(name);
+            keep(&mut entry.dims, dims);
+            keep(&mut entry.concrete, concrete);
+            entry.shape = shape;
         }
         self.next = (self.next + 1) % SHAPE_MEMO_SIZE;
         shape
@@ -195,7 +209,7 @@ impl KinetoBuilder {
             return false;
         };
         let name = ev.name();
-        let thread = ev.tid.as_ref().map_or(0, |t| t.key());
+        let thread = ev.tid.unwrap_or(0);
         match cat {
             "user_annotation" => self.annotation(name, start, end, thread),
             "gpu_user_annotation" => {
@@ -226,7 +240,7 @@ impl KinetoBuilder {
                 self.ops.push(Op { start, end, thread, class });
                 true
             }
-            "cuda_runtime" | "cuda_driver" | "Runtime" => {
+            cat if is_launch_category(cat) => {
                 let correlation = ev.args.as_ref().and_then(|a| a.correlation).and_then(|c| to_u64(c.get()));
                 if let Some(c) = correlation {
                     self.launches.push((c, start));
@@ -620,6 +634,11 @@ fn is_read_category(cat: &str) -> bool {
     )
 }
 
+/// Categories of the CPU side of kernel launches (CUDA, and ROCm's `Runtime`).
+fn is_launch_category(cat: &str) -> bool {
+    matches!(cat, "cuda_runtime" | "cuda_driver" | "Runtime")
+}
+
 fn is_optimizer_kernel(name: &str) -> bool {
     ["multi_tensor_apply", "adam", "Adam", "sgd_", "lamb"].iter().any(|w| name.contains(w))
 }
@@ -638,6 +657,11 @@ impl Interest for KinetoBuilder {
     /// Only attention ops' shapes, kernels' and launches' correlations and collective names,
     /// and threads' names are read: most of a trace recorded with shapes is the `args` of
     /// other operators.
+    /// Kernel launches are read for their correlation id and time alone.
+    fn wants_name(&self, ev: &RawEvent<'_>) -> bool {
+        !(ev.phase() == "X" && is_launch_category(ev.cat()))
+    }
+
     fn wants_args(&mut self, ev: &RawEvent<'_>) -> bool {
         match (ev.ph.as_ref().map(Str::as_str), ev.cat.as_ref().map(Str::as_str)) {
             (Some("X"), Some("user_annotation" | "gpu_user_annotation")) => false,
@@ -706,8 +730,8 @@ impl TraceBuilder for KinetoBuilder {
                         let n = n.as_str().to_ascii_lowercase();
                         n.contains("gloo") || n.contains("nccl") || n.contains("comm")
                     });
-                if is_comm_thread && let Some(t) = &ev.tid {
-                    self.comm_threads.push(t.key());
+                if is_comm_thread && let Some(t) = ev.tid {
+                    self.comm_threads.push(t);
                 }
                 false
             }
@@ -743,12 +767,12 @@ impl TraceBuilder for KinetoBuilder {
         // In time order, so each step finds its marks by bisection (the lengths are sorted later).
         self.seqlen_marks.sort_by_key(|(t, _)| *t);
         let mut steps = Vec::with_capacity(cpu.len());
-        for (&i, bucket) in order.iter().zip(buckets) {
+        for (&i, bucket) in order.iter().zip(buckets.iter()) {
             let (Some(mark), Some(&(start, end))) = (cpu.get(i), windows.get(i)) else {
                 continue;
             };
-            let (spans, totals) = partition(start, end, &bucket);
-            let mut sequences = calls.get(i).cloned().flatten().map(|c| sequences_of(&c)).unwrap_or_default();
+            let (spans, totals) = partition(start, end, bucket);
+            let mut sequences = calls.get(i).and_then(Option::as_deref).map(sequences_of).unwrap_or_default();
             let from = self.seqlen_marks.partition_point(|(t, _)| *t < mark.start);
             let to = self.seqlen_marks.partition_point(|(t, _)| *t < mark.end);
             let marks = self.seqlen_marks.get(from..to.max(from)).unwrap_or_default();

@@ -86,30 +86,18 @@ fn any_number_to_nanos(raw: &[u8], unit_ns: i64) -> Result<Nanos, NumberProblem>
 /// which the general path reads.
 fn plain_decimal(raw: &[u8], unit_ns: i64) -> Option<Nanos> {
     let unit = u64::try_from(unit_ns).ok().filter(|&u| u <= 1_000_000_000)?;
-    let digit = |b: u8| b.is_ascii_digit().then(|| u64::from(b - b'0'));
-    let mut bytes = raw.iter();
-    let mut whole = digit(*bytes.next()?)?;
-    let mut dot = false;
-    for &b in bytes.by_ref() {
-        if b == b'.' {
-            dot = true;
-            break;
-        }
-        whole = whole.checked_mul(10)?.checked_add(digit(b)?)?;
+    let (int_part, frac_part) = match raw.iter().position(|&b| b == b'.') {
+        Some(dot) => (raw.get(..dot)?, raw.get(dot + 1..)?),
+        None => (raw, &b""[..]),
+    };
+    if int_part.is_empty() || frac_part.len() > 9 {
+        return None;
     }
+    let whole = digits(int_part)?;
     // The fraction in billionths: 10⁹ is then the one denominator, and dividing by a constant
     // is a multiplication (a division by a variable cost as much as reading the digits).
-    let (mut fraction, mut decimals) = (0u64, 0usize);
-    if dot {
-        for &b in bytes {
-            if decimals == 9 {
-                return None;
-            }
-            fraction = fraction * 10 + digit(b)?;
-            decimals += 1;
-        }
-    }
-    let fraction = fraction * TO_BILLIONTHS.get(decimals)?;
+    let decimals = if frac_part.is_empty() { 0 } else { digits(frac_part)? };
+    let fraction = decimals * TO_BILLIONTHS.get(frac_part.len())?;
     // fraction < 10⁹ and unit ≤ 10⁹: no overflow; rounded to the nearest nanosecond.
     let ns = whole.checked_mul(unit)?.checked_add((fraction * unit * 2 + BILLION) / (2 * BILLION))?;
     i64::try_from(ns).ok()
@@ -147,6 +135,14 @@ pub fn to_u64(raw: impl AsRef<[u8]>) -> Option<u64> {
 pub fn digits(raw: &[u8]) -> Option<u64> {
     if raw.is_empty() {
         return None;
+    }
+    // Up to 19 digits cannot overflow 64 bits: no check per digit (numbers are read by the
+    // million).
+    if raw.len() <= 19 {
+        return raw.iter().try_fold(0u64, |n, &b| {
+            let digit = b.wrapping_sub(b'0');
+            (digit < 10).then(|| n * 10 + u64::from(digit))
+        });
     }
     raw.iter().try_fold(0u64, |n, &b| {
         let digit = b.is_ascii_digit().then(|| u64::from(b - b'0'))?;
@@ -231,6 +227,11 @@ mod tests {
         assert_eq!(to_u64("1x"), None);
         assert_eq!(to_u64("+7"), Some(7));
         assert_eq!(to_u64("+"), None);
+        // Either side of the 19 digits read without overflow checks.
+        assert_eq!(digits(b"9999999999999999999"), Some(9_999_999_999_999_999_999));
+        assert_eq!(digits(b"99999999999999999999"), None);
+        assert_eq!(digits(b"00000000000000000000012"), Some(12));
+        assert_eq!(digits(b"12345678901234567/9"), None);
         assert_eq!(seconds_to_nanos("0.532"), Ok(532_000_000));
     }
 }

@@ -167,23 +167,92 @@ impl Group {
     }
 }
 
+/// Pieces split among windows: window `i`'s pieces, clipped to it, are [`Buckets::get`]`(i)`.
+/// All of a file's pieces sit in one allocation (one small vector per step, each grown piece
+/// by piece, cost more than splitting them).
+pub struct Buckets {
+    pieces: Vec<Piece>,
+    /// Where each window's pieces end in `pieces`.
+    ends: Vec<usize>,
+}
+
+impl Buckets {
+    pub fn get(&self, window: usize) -> &[Piece] {
+        let start = window.checked_sub(1).and_then(|w| self.ends.get(w)).copied().unwrap_or(0);
+        let end = self.ends.get(window).copied().unwrap_or(start);
+        self.pieces.get(start..end).unwrap_or_default()
+    }
+
+    /// The windows' pieces, in window order.
+    pub fn iter(&self) -> impl Iterator<Item = &[Piece]> {
+        (0..self.ends.len()).map(|w| self.get(w))
+    }
+}
+
 /// Splits pieces among windows (sorted, non-overlapping), clipping each piece to each window
-/// it overlaps. Returns one bucket per window.
-pub fn bucket(windows: &[(Nanos, Nanos)], pieces: &[Piece]) -> Vec<Vec<Piece>> {
-    let mut buckets: Vec<Vec<Piece>> = vec![Vec::new(); windows.len()];
+/// it overlaps.
+pub fn bucket(windows: &[(Nanos, Nanos)], pieces: &[Piece]) -> Buckets {
+    // Counted first, then placed: each window's pieces are then one slice of one vector.
+    let mut ends = vec![0usize; windows.len()];
+    let mut overlaps = Overlaps::new(windows);
     for p in pieces {
-        let first = windows.partition_point(|w| w.1 <= p.start);
-        for (w, bucket) in windows.iter().zip(buckets.iter_mut()).skip(first) {
+        overlaps.each(p, |w, _| {
+            if let Some(n) = ends.get_mut(w) {
+                *n += 1;
+            }
+        });
+    }
+    let mut total = 0;
+    for n in &mut ends {
+        total += *n;
+        *n = total - *n;
+    }
+    // `ends` holds where each window's pieces start until they are placed; then where they end.
+    let mut placed = vec![Piece { start: 0, end: 0, kind: SpanKind::Other, micro_batch: None }; total];
+    for p in pieces {
+        overlaps.each(p, |w, clipped| {
+            if let Some(next) = ends.get_mut(w) {
+                if let Some(slot) = placed.get_mut(*next) {
+                    *slot = clipped;
+                }
+                *next += 1;
+            }
+        });
+    }
+    Buckets { pieces: placed, ends }
+}
+
+/// Finds the windows each piece overlaps. Pieces come mostly in time order, so the search
+/// starts at the window the last piece started in.
+struct Overlaps<'a> {
+    windows: &'a [(Nanos, Nanos)],
+    last: usize,
+}
+
+impl<'a> Overlaps<'a> {
+    fn new(windows: &'a [(Nanos, Nanos)]) -> Self {
+        Overlaps { windows, last: 0 }
+    }
+
+    /// Calls `found(window, piece clipped to it)` for each window `p` overlaps, in order.
+    fn each(&mut self, p: &Piece, mut found: impl FnMut(usize, Piece)) {
+        let ends_after = |w: Option<&(Nanos, Nanos)>| w.is_some_and(|w| w.1 > p.start);
+        // The first window that ends after the piece starts.
+        let still_first = ends_after(self.windows.get(self.last))
+            && self.last.checked_sub(1).is_none_or(|prev| !ends_after(self.windows.get(prev)));
+        if !still_first {
+            self.last = self.windows.partition_point(|w| w.1 <= p.start);
+        }
+        for (i, w) in self.windows.iter().enumerate().skip(self.last) {
             if w.0 >= p.end {
                 break;
             }
             let clipped = Piece { start: p.start.max(w.0), end: p.end.min(w.1), ..*p };
             if clipped.end > clipped.start {
-                bucket.push(clipped);
+                found(i, clipped);
             }
         }
     }
-    buckets
 }
 
 #[cfg(test)]
@@ -248,5 +317,12 @@ mod tests {
         let lens: Vec<Vec<(Nanos, Nanos)>> =
             buckets.iter().map(|b| b.iter().map(|p| (p.start, p.end)).collect()).collect();
         assert_eq!(lens, vec![vec![(5, 10)], vec![(10, 20)], vec![(30, 35)]]);
+        // Out of time order, and before, between and after the windows.
+        let pieces = [piece(32, 33, Compute), piece(-5, 1, Compute), piece(21, 29, Compute), piece(12, 14, Compute)];
+        let buckets = bucket(&windows, &pieces);
+        let lens: Vec<Vec<(Nanos, Nanos)>> =
+            buckets.iter().map(|b| b.iter().map(|p| (p.start, p.end)).collect()).collect();
+        assert_eq!(lens, vec![vec![(0, 1)], vec![(12, 14)], vec![(32, 33)]]);
+        assert!(bucket(&[], &pieces).get(0).is_empty());
     }
 }

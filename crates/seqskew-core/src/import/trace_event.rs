@@ -29,46 +29,33 @@ impl<'a> RawText<'a> {
     }
 }
 
-/// `pid`/`tid`: usually integers, sometimes strings ("Spans", "").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Id<'a> {
-    Int(i64),
-    Text(Cow<'a, str>),
+/// `pid`/`tid` as a stable integer key: usually the integer itself (fractions truncated,
+/// beyond i64 saturated); a string id ("Spans", "") is hashed, folded into the negative range
+/// so it cannot collide with real ids. `None` for anything else. Importers only ever compare
+/// ids, so the key is all an event keeps: a plain integer, cheap to store per event.
+fn id_key(raw: &[u8]) -> Result<Option<i64>, &'static str> {
+    if raw.first() == Some(&b'"') {
+        return json::string(raw).map(|s| Some(text_id_key(&s)));
+    }
+    // Nearly every id is a few plain digits: read them without the general parsers below.
+    if let Some(id) = digits(raw).and_then(|n| i64::try_from(n).ok()) {
+        return Ok(Some(id));
+    }
+    let Ok(text) = std::str::from_utf8(raw) else { return Ok(None) };
+    Ok(text
+        .parse::<i64>()
+        .ok()
+        .or_else(|| text.parse::<u64>().ok().map(|_| i64::MAX))
+        .or_else(|| text.parse::<f64>().ok().filter(|f| f.is_finite()).map(|f| f as i64)))
 }
 
-impl<'a> Id<'a> {
-    /// A stable integer key: the integer itself, or a hash of the text.
-    pub fn key(&self) -> i64 {
-        match self {
-            Id::Int(i) => *i,
-            Id::Text(t) => {
-                // FNV-1a, folded into the negative range so it cannot collide with real ids.
-                let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-                for b in t.bytes() {
-                    h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-                }
-                -((h >> 2) as i64) - 1
-            }
-        }
+/// FNV-1a of a string id, negative.
+fn text_id_key(text: &str) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
     }
-
-    /// An integer (fractions truncated, beyond i64 saturated) or a string; `None` otherwise.
-    fn of(raw: &'a [u8]) -> Result<Option<Self>, &'static str> {
-        if raw.first() == Some(&b'"') {
-            return json::string(raw).map(|s| Some(Id::Text(s)));
-        }
-        // Nearly every id is a few plain digits: read them without the general parsers below.
-        if let Some(id) = digits(raw).and_then(|n| i64::try_from(n).ok()) {
-            return Ok(Some(Id::Int(id)));
-        }
-        let Ok(text) = std::str::from_utf8(raw) else { return Ok(None) };
-        Ok(text
-            .parse::<i64>()
-            .ok()
-            .or_else(|| text.parse::<u64>().ok().map(|_| i64::MAX))
-            .or_else(|| text.parse::<f64>().ok().filter(|f| f.is_finite()).map(|f| f as i64))
-            .map(Id::Int))
-    }
+    -((h >> 2) as i64) - 1
 }
 
 /// The `args` fields any importer looks at.
@@ -155,6 +142,11 @@ pub trait Interest {
     fn wants_args(&mut self, _event: &RawEvent<'_>) -> bool {
         true
     }
+    /// Whether the event's `name` is read, knowing the fields before it (as for
+    /// [`wants_args`](Self::wants_args)): a skipped name is neither kept nor checked.
+    fn wants_name(&self, _event: &RawEvent<'_>) -> bool {
+        true
+    }
 }
 
 /// Every event, whole.
@@ -174,14 +166,27 @@ pub enum Read {
     Ignored(usize),
 }
 
+/// The keys the PyTorch profiler writes first in every event, in its order.
+const USUAL_KEYS: &[json::UsualKey] = &[
+    json::UsualKey::new(b"ph"),
+    json::UsualKey::new(b"cat"),
+    json::UsualKey::new(b"name"),
+    json::UsualKey::new(b"pid"),
+    json::UsualKey::new(b"tid"),
+    json::UsualKey::new(b"ts"),
+    json::UsualKey::new(b"dur"),
+    json::UsualKey::new(b"args"),
+];
+
 /// One trace event with borrowed strings.
 #[derive(Debug, Default)]
 pub struct RawEvent<'a> {
     pub ph: Option<Str<'a>>,
     pub name: Option<Str<'a>>,
     pub cat: Option<Str<'a>>,
-    pub pid: Option<Id<'a>>,
-    pub tid: Option<Id<'a>>,
+    /// Process and thread ids as keys (see [`id_key`]).
+    pub pid: Option<i64>,
+    pub tid: Option<i64>,
     pub ts: Option<RawText<'a>>,
     pub dur: Option<RawText<'a>>,
     pub args: Option<RawArgs<'a>>,
@@ -206,7 +211,7 @@ impl<'a> RawEvent<'a> {
         let ev = self;
         let mut bad = None;
         let mut skip = false;
-        let scanned = json::object_scanning(bytes, 0, |key, start| {
+        let scanned = json::object_scanning(bytes, 0, USUAL_KEYS, |key, start| {
             let mut keep = |r: Result<(), &'static str>| {
                 if let Err(why) = r {
                     bad = Some(why);
@@ -227,6 +232,7 @@ impl<'a> RawEvent<'a> {
             };
             let (kept, end) = match key.as_ref() {
                 b"ph" => string(&mut ev.ph)?,
+                b"name" if !interest.wants_name(ev) => (Ok(()), json::value_end(bytes, start)?),
                 b"name" => string(&mut ev.name)?,
                 b"cat" => {
                     let (kept, end) = string(&mut ev.cat)?;
@@ -240,8 +246,8 @@ impl<'a> RawEvent<'a> {
                     let end = json::value_end(bytes, start)?;
                     let value = bytes.get(start..end).unwrap_or_default();
                     match key {
-                        b"pid" => keep(Id::of(value).map(|i| ev.pid = i)),
-                        b"tid" => keep(Id::of(value).map(|i| ev.tid = i)),
+                        b"pid" => keep(id_key(value).map(|i| ev.pid = i)),
+                        b"tid" => keep(id_key(value).map(|i| ev.tid = i)),
                         b"ts" => ev.ts = Some(RawText(value)),
                         b"dur" => ev.dur = Some(RawText(value)),
                         _ => {}
@@ -300,7 +306,10 @@ impl<'a> RawEvent<'a> {
     }
 
     fn skipped(&self, field: &str, why: &str) -> String {
-        format!("\"{}\" has a {field} that {why}; event skipped", self.name())
+        match &self.name {
+            Some(name) => format!("\"{}\" has a {field} that {why}; event skipped", name.as_str()),
+            None => format!("an event of category \"{}\" has a {field} that {why}; event skipped", self.cat()),
+        }
     }
 }
 
@@ -328,8 +337,8 @@ mod tests {
         let (ev, used) = RawEvent::parse(text).expect("an event");
         assert_eq!(text.get(used..), Some(&b" tail"[..]));
         assert_eq!((ev.phase(), ev.cat(), ev.name()), ("X", "cpu_op", "aten::mm"));
-        assert_eq!(ev.pid, Some(Id::Int(7)));
-        assert_eq!(ev.tid, Some(Id::Text(Cow::Borrowed("Spans"))));
+        assert_eq!(ev.pid, Some(7));
+        assert_eq!(ev.tid, Some(text_id_key("Spans")));
         assert_eq!((ev.ts.map(RawText::get), ev.dur.map(RawText::get)), (Some(&b"1.5"[..]), Some(&b"2"[..])));
         let args = ev.args.expect("args");
         assert_eq!(args.correlation.map(RawText::get), Some(&b"42"[..]));
@@ -357,24 +366,25 @@ mod tests {
 
     #[test]
     fn ids_of_every_shape() {
-        fn id(raw: &str) -> Result<Option<Id<'_>>, &'static str> {
-            Id::of(raw.as_bytes())
+        fn id(raw: &str) -> Result<Option<i64>, &'static str> {
+            id_key(raw.as_bytes())
         }
-        assert_eq!(id("12"), Ok(Some(Id::Int(12))));
-        assert_eq!(id("-3"), Ok(Some(Id::Int(-3))));
-        assert_eq!(id("18446744073709551615"), Ok(Some(Id::Int(i64::MAX))));
+        assert_eq!(id("12"), Ok(Some(12)));
+        assert_eq!(id("-3"), Ok(Some(-3)));
+        assert_eq!(id("18446744073709551615"), Ok(Some(i64::MAX)));
         // What the plain-digits shortcut takes, and what it leaves to the general parsers.
-        assert_eq!(id("999999999999999999"), Ok(Some(Id::Int(999_999_999_999_999_999))));
-        assert_eq!(id("9223372036854775807"), Ok(Some(Id::Int(i64::MAX))));
-        assert_eq!(id("0012"), Ok(Some(Id::Int(12))));
-        assert_eq!(id("1e3"), Ok(Some(Id::Int(1000))));
-        assert_eq!(id("+5"), Ok(Some(Id::Int(5))));
+        assert_eq!(id("999999999999999999"), Ok(Some(999_999_999_999_999_999)));
+        assert_eq!(id("9223372036854775807"), Ok(Some(i64::MAX)));
+        assert_eq!(id("0012"), Ok(Some(12)));
+        assert_eq!(id("1e3"), Ok(Some(1000)));
+        assert_eq!(id("+5"), Ok(Some(5)));
         assert_eq!(id(""), Ok(None));
-        assert_eq!(id("7.9"), Ok(Some(Id::Int(7))));
+        assert_eq!(id("7.9"), Ok(Some(7)));
         assert_eq!(id("true"), Ok(None));
         assert!(id("\"a\tb\"").is_err());
-        assert!(Id::Text(Cow::Borrowed("Spans")).key() < 0);
-        assert_eq!(Id::Int(7).key(), 7);
+        assert!(text_id_key("Spans") < 0);
+        assert_ne!(text_id_key("Spans"), text_id_key("Spans2"));
+        assert_eq!(id("\"Spans\""), Ok(Some(text_id_key("Spans"))));
     }
 
     #[test]
