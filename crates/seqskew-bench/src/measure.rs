@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use seqskew_core::analysis::analyze as diagnose;
-use seqskew_core::import::{FileImport, FileIngest, assemble_owned, is_trace_file_name};
+use seqskew_core::import::{FileImport, FileIngest, READ_CHUNK, assemble_owned, is_trace_file_name};
 use seqskew_sim::config::{Config, Lengths};
 use seqskew_sim::job::to_job;
 use seqskew_sim::{Simulation, preset};
@@ -61,7 +61,7 @@ pub fn ingest(paths: &[PathBuf]) -> Result<(), String> {
     let files = files_under(paths);
     let start = Instant::now();
     let mut imports: Vec<FileImport> = Vec::with_capacity(files.len());
-    let mut buf = vec![0u8; 8 << 20];
+    let mut buf = vec![0u8; READ_CHUNK];
     for path in &files {
         let mut f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let mut ingest = FileIngest::new(&path.display().to_string());

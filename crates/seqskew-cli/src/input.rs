@@ -5,10 +5,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use seqskew_core::import::{FileImport, FileIngest};
-
-/// Bytes read per call; the importers take any chunk size.
-const CHUNK: usize = 8 << 20;
+use seqskew_core::import::{FileImport, FileIngest, READ_CHUNK};
 
 /// Expands directories into the files below them (sorted); files stay as given.
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
@@ -46,8 +43,10 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 pub fn import_file(path: &Path) -> FileImport {
     let name = path.display().to_string();
     let mut ingest = FileIngest::new(&name);
+    let mut size = 0;
     let read = File::open(path).and_then(|mut f| {
-        let mut buf = vec![0u8; CHUNK];
+        size = f.metadata()?.len();
+        let mut buf = vec![0u8; READ_CHUNK];
         loop {
             let n = f.read(&mut buf)?;
             if n == 0 || ingest.is_rejected() {
@@ -57,6 +56,9 @@ pub fn import_file(path: &Path) -> FileImport {
         }
     });
     let mut import = ingest.finish();
+    // A file given up is not read to its end; its size is still what it holds, whatever the
+    // reads were.
+    import.stats.bytes_in = import.stats.bytes_in.max(size);
     if let Err(e) = read {
         import.diagnostics.push(seqskew_core::diag::Diagnostic::new(
             seqskew_core::diag::Severity::Error,
@@ -91,4 +93,22 @@ pub fn import_all(paths: &[PathBuf]) -> Vec<FileImport> {
         }
     });
     results.into_iter().flatten().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_given_up_early_still_counts_all_its_bytes() {
+        let path = std::env::temp_dir().join(format!("seqskew-input-test-{}.json", std::process::id()));
+        let text = "this is not a trace\n".repeat(40_000);
+        std::fs::write(&path, &text).expect("a temporary file");
+        let import = import_file(&path);
+        std::fs::remove_file(&path).ok();
+        assert!(text.len() > 2 * READ_CHUNK);
+        assert_eq!(import.summary().bytes, text.len() as u64);
+        assert!(!import.is_usable());
+        assert!(!import.diagnostics.is_empty());
+    }
 }

@@ -33,8 +33,9 @@ pub const WORKER_LOADER: &str = "./worker.js";
 pub const SLICE_BYTES: u64 = 32 << 20;
 
 /// A slice enters WebAssembly memory this much at a time, through one reused buffer: the
-/// memory never shrinks, so a 32 MiB copy would stay part of the worker for good.
-const FEED_BYTES: usize = 1 << 20;
+/// memory never shrinks, so a 32 MiB copy would stay part of the worker for good (and a
+/// small copy is still in the cache when it is parsed).
+const FEED_BYTES: usize = seqskew_core::import::READ_CHUNK;
 
 /// Memory one file's importer may hold before the file is given up with a clear message. The
 /// worker's WebAssembly memory is 4 GiB at most; the file's model, the other files' and the
@@ -412,7 +413,10 @@ impl RunningJob {
             }
         }
         if let Some(ingest) = self.ingest.take() {
-            self.imports.push((index, ingest.finish()));
+            let mut import = ingest.finish();
+            // A file given up is not read to its end; its size is still what it holds.
+            import.stats.bytes_in = import.stats.bytes_in.max(file.size);
+            self.imports.push((index, import));
         }
         self.next_file();
         self.index < self.claims.end()

@@ -507,12 +507,32 @@ impl KinetoBuilder {
 /// skipped. Read as bytes, not split and parsed as text: the marks come once per micro-batch
 /// with dozens of lengths each.
 fn lengths_in(list: &str) -> Vec<u32> {
-    let mut lengths = Vec::new();
-    for piece in list.as_bytes().split(|b| matches!(b, b',' | b' ' | b';')) {
-        let piece = piece.trim_ascii();
-        if let Some(length) = digits(piece.strip_prefix(b"+").unwrap_or(piece)).and_then(|n| u32::try_from(n).ok()) {
+    let is_separator = |b: &u8| matches!(b, b',' | b' ' | b';');
+    let bytes = list.as_bytes();
+    // A mark holds a length per document of a micro-batch: most pieces are plain digits,
+    // read in one pass; any other piece is read by the general rule below.
+    let mut lengths = Vec::with_capacity(bytes.len() / 4);
+    let mut at = 0;
+    while at < bytes.len() {
+        let start = at;
+        let mut value = 0u64;
+        while let Some(digit) = bytes.get(at).map(|b| b.wrapping_sub(b'0')).filter(|&d| d < 10 && at - start < 10) {
+            value = value * 10 + u64::from(digit);
+            at += 1;
+        }
+        let plain = at > start && bytes.get(at).is_none_or(is_separator);
+        if !plain {
+            at = bytes
+                .get(start..)
+                .and_then(|rest| rest.iter().position(is_separator))
+                .map_or(bytes.len(), |i| start + i);
+            let piece = bytes.get(start..at).unwrap_or_default().trim_ascii();
+            value = digits(piece.strip_prefix(b"+").unwrap_or(piece)).unwrap_or(u64::MAX);
+        }
+        if let Ok(length) = u32::try_from(value) {
             lengths.push(length);
         }
+        at += 1;
     }
     lengths
 }
@@ -772,14 +792,17 @@ impl TraceBuilder for KinetoBuilder {
                 continue;
             };
             let (spans, totals) = partition(start, end, bucket);
-            let mut sequences = calls.get(i).and_then(Option::as_deref).map(sequences_of).unwrap_or_default();
+            // Exact lengths, where the step has marks, else what its attention calls reveal.
             let from = self.seqlen_marks.partition_point(|(t, _)| *t < mark.start);
             let to = self.seqlen_marks.partition_point(|(t, _)| *t < mark.end);
             let marks = self.seqlen_marks.get(from..to.max(from)).unwrap_or_default();
-            let exact: Vec<u32> = marks.iter().flat_map(|(_, l)| l.iter().copied()).collect();
-            if !exact.is_empty() {
-                sequences = Sequences::from_lengths(SequenceKnowledge::Exact, exact);
-            }
+            let mut exact = Vec::with_capacity(marks.iter().map(|(_, l)| l.len()).sum());
+            exact.extend(marks.iter().flat_map(|(_, l)| l.iter().copied()));
+            let mut sequences = if exact.is_empty() {
+                calls.get(i).and_then(Option::as_deref).map(sequences_of).unwrap_or_default()
+            } else {
+                Sequences::from_lengths(SequenceKnowledge::Exact, exact)
+            };
             let attention = totals.get(SpanKind::Attention);
             if attention > 0 {
                 sequences.attention = Some(attention);
@@ -821,6 +844,30 @@ mod tests {
         assert_eq!(lengths_in("\t12\n,x,1.5,-3,,4294967295,4294967296, 7 "), [12, 4_294_967_295, 7]);
         assert_eq!(lengths_in(""), [] as [u32; 0]);
         assert_eq!(lengths_in("1\t2,++3,+,5+,6"), [6], "blanks only around a number, one sign before it");
+        // The one-pass reading agrees with the rule read piece by piece.
+        let by_pieces = |list: &str| -> Vec<u32> {
+            list.as_bytes()
+                .split(|b| matches!(b, b',' | b' ' | b';'))
+                .filter_map(|piece| {
+                    let piece = piece.trim_ascii();
+                    digits(piece.strip_prefix(b"+").unwrap_or(piece)).and_then(|n| u32::try_from(n).ok())
+                })
+                .collect()
+        };
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..20_000 {
+            let len = (seed % 16) as usize;
+            let list: String = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    b"0123456789999, ;+\tx"[(seed % 19) as usize] as char
+                })
+                .collect();
+            assert_eq!(lengths_in(&list), by_pieces(&list), "{list:?}");
+        }
+        assert_eq!(lengths_in("4294967295,4294967296,99999999999,1"), [4_294_967_295, 1]);
     }
 
     fn raw(s: &str) -> RawText<'_> {

@@ -150,6 +150,12 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// How many content bytes the sniffer looks at before deciding.
 pub const SNIFF_BYTES: usize = 1024;
 
+/// How much a native reader feeds [`FileIngest`] at a time (it takes any size). Small enough
+/// that the bytes a read copies are still in the core's cache when they are parsed: reading
+/// 1 GB in 8 MiB pieces was about 4% slower. (The browser feeds 32 MiB `Blob` slices, whose
+/// cost is per slice.)
+pub const READ_CHUNK: usize = 256 << 10;
+
 /// Content bytes: sniffed first, then parsed.
 enum Content {
     Sniffing(Vec<u8>),
