@@ -674,14 +674,14 @@ impl Interest for KinetoBuilder {
         !is_read_category(category)
     }
 
-    /// Only attention ops' shapes, kernels' and launches' correlations and collective names,
-    /// and threads' names are read: most of a trace recorded with shapes is the `args` of
-    /// other operators.
     /// Kernel launches are read for their correlation id and time alone.
     fn wants_name(&self, ev: &RawEvent<'_>) -> bool {
         !(ev.phase() == "X" && is_launch_category(ev.cat()))
     }
 
+    /// Only attention ops' shapes, kernels' and launches' correlations and collective names,
+    /// and threads' names are read: most of a trace recorded with shapes is the `args` of
+    /// other operators.
     fn wants_args(&mut self, ev: &RawEvent<'_>) -> bool {
         match (ev.ph.as_ref().map(Str::as_str), ev.cat.as_ref().map(Str::as_str)) {
             (Some("X"), Some("user_annotation" | "gpu_user_annotation")) => false,
