@@ -227,6 +227,15 @@ mod tests {
         assert_eq!(to_u64("1x"), None);
         assert_eq!(to_u64("+7"), Some(7));
         assert_eq!(to_u64("+"), None);
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..100_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = (seed % 23) as usize;
+            let text: String = (0..len).map(|i| b"01234567899x"[((seed >> (2 * i)) % 12) as usize] as char).collect();
+            assert_eq!(digits(text.as_bytes()), text.parse::<u64>().ok(), "{text}");
+        }
         // Either side of the 19 digits read without overflow checks.
         assert_eq!(digits(b"9999999999999999999"), Some(9_999_999_999_999_999_999));
         assert_eq!(digits(b"99999999999999999999"), None);
