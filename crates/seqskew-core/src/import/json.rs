@@ -377,6 +377,16 @@ pub fn string(raw: &[u8]) -> Result<Cow<'_, str>, &'static str> {
 /// without escapes is found and checked for control characters in one pass, a word at a time
 /// (a kept name, category or phase), then for UTF-8; anything else the usual way.
 pub fn string_at(bytes: &[u8], start: usize) -> Result<(Result<Cow<'_, str>, &'static str>, usize), ScanError> {
+    string_at_known(bytes, start, |_| None)
+}
+
+/// [`string_at`], where `known` names the values a field usually has (a trace's categories):
+/// one of them is taken as its static text, not checked as UTF-8.
+pub fn string_at_known(
+    bytes: &[u8],
+    start: usize,
+    known: impl Fn(&[u8]) -> Option<&'static str>,
+) -> Result<(Result<Cow<'_, str>, &'static str>, usize), ScanError> {
     let mut at = start + 1;
     if bytes.get(start) == Some(&b'"') {
         while let Some(w) = swar::word(bytes, at) {
@@ -395,6 +405,9 @@ pub fn string_at(bytes: &[u8], start: usize) -> Result<(Result<Cow<'_, str>, &'s
                 && let Some(letter) = b.checked_sub(b' ').and_then(|i| PRINTABLE.get(usize::from(i)..=usize::from(i)))
             {
                 return Ok((Ok(Cow::Borrowed(letter)), close + 1));
+            }
+            if let Some(text) = known(inner) {
+                return Ok((Ok(Cow::Borrowed(text)), close + 1));
             }
             let text = std::str::from_utf8(inner).map(Cow::Borrowed).map_err(|_| "invalid UTF-8 in a string");
             return Ok((text, close + 1));

@@ -591,10 +591,16 @@ fn call_shape(name: &str, dims: Option<RawText<'_>>, concrete: Option<RawText<'_
     // query's shape comes first; for varlen calls, cu_seqlens is the first 1-D input after it.
     let (mut query, mut cu_seqlens, mut index) = (None, None, 0);
     json::array(dims?.get(), 0, |v| {
-        match (index, json::shape(v)) {
-            (0, s) => query = s,
-            (_, Some(([n, ..], 1))) if cu_seqlens.is_none() => cu_seqlens = Some(n),
-            _ => {}
+        // Only the query's shape and the first one-dimensional one are read (a shape with a
+        // comma has more than one dimension): varlen calls vary in their lengths, so the
+        // memo often misses.
+        if index == 0 {
+            query = json::shape(v);
+        } else if cu_seqlens.is_none()
+            && memchr::memchr(b',', v).is_none()
+            && let Some(([n, ..], 1)) = json::shape(v)
+        {
+            cu_seqlens = Some(n);
         }
         index += 1;
     })

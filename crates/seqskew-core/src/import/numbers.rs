@@ -86,14 +86,26 @@ fn any_number_to_nanos(raw: &[u8], unit_ns: i64) -> Result<Nanos, NumberProblem>
 /// which the general path reads.
 fn plain_decimal(raw: &[u8], unit_ns: i64) -> Option<Nanos> {
     let unit = u64::try_from(unit_ns).ok().filter(|&u| u <= 1_000_000_000)?;
-    let (int_part, frac_part) = match raw.iter().position(|&b| b == b'.') {
-        Some(dot) => (raw.get(..dot)?, raw.get(dot + 1..)?),
-        None => (raw, &b""[..]),
+    // The integer digits, up to the point, in the same pass that finds it.
+    let mut whole = 0u64;
+    let mut int_digits = 0;
+    for &b in raw {
+        let digit = b.wrapping_sub(b'0');
+        if digit >= 10 {
+            break;
+        }
+        // Wraps only past 19 digits, which are then sent to the general path.
+        whole = whole.wrapping_mul(10).wrapping_add(u64::from(digit));
+        int_digits += 1;
+    }
+    let frac_part = match raw.get(int_digits..)? {
+        [] => &[][..],
+        [b'.', rest @ ..] => rest,
+        _ => return None,
     };
-    if int_part.is_empty() || frac_part.len() > 9 {
+    if int_digits == 0 || int_digits > 19 || frac_part.len() > 9 {
         return None;
     }
-    let whole = digits(int_part)?;
     // The fraction in billionths: 10⁹ is then the one denominator, and dividing by a constant
     // is a multiplication (a division by a variable cost as much as reading the digits).
     let decimals = if frac_part.is_empty() { 0 } else { digits(frac_part)? };

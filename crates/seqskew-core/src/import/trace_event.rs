@@ -166,6 +166,29 @@ pub enum Read {
     Ignored(usize),
 }
 
+/// The categories profilers write, as static text (so the usual ones are not checked as
+/// UTF-8 event after event).
+fn known_category(raw: &[u8]) -> Option<&'static str> {
+    Some(match raw {
+        b"kernel" => "kernel",
+        b"cuda_runtime" => "cuda_runtime",
+        b"cpu_op" => "cpu_op",
+        b"user_annotation" => "user_annotation",
+        b"gpu_user_annotation" => "gpu_user_annotation",
+        b"python_function" => "python_function",
+        b"cuda_driver" => "cuda_driver",
+        b"gpu_memcpy" => "gpu_memcpy",
+        b"gpu_memset" => "gpu_memset",
+        b"ac2g" => "ac2g",
+        b"Kernel" => "Kernel",
+        b"Runtime" => "Runtime",
+        b"Memcpy" => "Memcpy",
+        b"Memset" => "Memset",
+        b"Operator" => "Operator",
+        _ => return None,
+    })
+}
+
 /// The keys the PyTorch profiler writes first in every event, in its order.
 const USUAL_KEYS: &[json::UsualKey] = &[
     json::UsualKey::new(b"ph"),
@@ -235,7 +258,8 @@ impl<'a> RawEvent<'a> {
                 b"name" if !interest.wants_name(ev) => (Ok(()), json::value_end(bytes, start)?),
                 b"name" => string(&mut ev.name)?,
                 b"cat" => {
-                    let (kept, end) = string(&mut ev.cat)?;
+                    let (kept, end) = json::string_at_known(bytes, start, known_category)
+                        .map(|(text, end)| (text.map(|t| ev.cat = Some(Str(t))), end))?;
                     if ev.phase() == "X" && interest.ignores_complete(ev.cat()) {
                         skip = true;
                         return Err(ScanError::Invalid("ignored"));
