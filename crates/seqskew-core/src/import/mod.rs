@@ -86,6 +86,8 @@ pub struct FileSummary {
     /// `null` when the format was not recognised.
     pub format: Option<Format>,
     pub compressed: bool,
+    /// The file's bytes as given (compressed when gzipped); the command line and the browser
+    /// count all of a file they gave up on, though they stopped reading it.
     pub bytes: u64,
     pub workers: usize,
     pub ranks: Vec<u32>,
