@@ -375,14 +375,10 @@ pub fn string(raw: &[u8]) -> Result<Cow<'_, str>, &'static str> {
 
 /// The value at `bytes[start]` as a string ([`string`]), and where the value ends: a string
 /// without escapes is found and checked for control characters in one pass, a word at a time
-/// (a kept name, category or phase), then for UTF-8; anything else the usual way.
-pub fn string_at(bytes: &[u8], start: usize) -> Result<(Result<Cow<'_, str>, &'static str>, usize), ScanError> {
-    string_at_known(bytes, start, |_| None)
-}
-
-/// [`string_at`], where `known` names the values a field usually has (a trace's categories):
-/// one of them is taken as its static text, not checked as UTF-8.
-pub fn string_at_known(
+/// (a kept name, category or phase), then for UTF-8; anything else the usual way. `known`
+/// names the values a field usually has (a trace's categories): one of them is taken as its
+/// static text, not checked as UTF-8.
+pub fn string_at(
     bytes: &[u8],
     start: usize,
     known: impl Fn(&[u8]) -> Option<&'static str>,
@@ -568,7 +564,7 @@ mod tests {
             for cut in 0..=case.len() {
                 let text = case.get(..cut).unwrap_or_default();
                 let usual = value_end(text, 0).map(|end| (string(text.get(..end).unwrap_or_default()), end));
-                assert_eq!(string_at(text, 0), usual, "{} cut at {cut}", String::from_utf8_lossy(case));
+                assert_eq!(string_at(text, 0, |_| None), usual, "{} cut at {cut}", String::from_utf8_lossy(case));
             }
         }
     }

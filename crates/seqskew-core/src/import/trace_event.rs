@@ -250,16 +250,15 @@ impl<'a> RawEvent<'a> {
                 return Ok(end);
             }
             // Kept strings are found and checked in one pass.
-            let string = |field: &mut Option<Str<'a>>| {
-                json::string_at(bytes, start).map(|(text, end)| (text.map(|t| *field = Some(Str(t))), end))
+            let string = |field: &mut Option<Str<'a>>, known: fn(&[u8]) -> Option<&'static str>| {
+                json::string_at(bytes, start, known).map(|(text, end)| (text.map(|t| *field = Some(Str(t))), end))
             };
             let (kept, end) = match key.as_ref() {
-                b"ph" => string(&mut ev.ph)?,
+                b"ph" => string(&mut ev.ph, |_| None)?,
                 b"name" if !interest.wants_name(ev) => (Ok(()), json::value_end(bytes, start)?),
-                b"name" => string(&mut ev.name)?,
+                b"name" => string(&mut ev.name, |_| None)?,
                 b"cat" => {
-                    let (kept, end) = json::string_at_known(bytes, start, known_category)
-                        .map(|(text, end)| (text.map(|t| ev.cat = Some(Str(t))), end))?;
+                    let (kept, end) = string(&mut ev.cat, known_category)?;
                     if ev.phase() == "X" && interest.ignores_complete(ev.cat()) {
                         skip = true;
                         return Err(ScanError::Invalid("ignored"));
