@@ -55,10 +55,7 @@ pub fn import_file(path: &Path) -> FileImport {
             ingest.feed(buf.get(..n).unwrap_or_default());
         }
     });
-    let mut import = ingest.finish();
-    // A file given up is not read to its end; its size is still what it holds, whatever the
-    // reads were.
-    import.stats.bytes_in = import.stats.bytes_in.max(size);
+    let mut import = ingest.finish_of_size(size);
     if let Err(e) = read {
         import.diagnostics.push(seqskew_core::diag::Diagnostic::new(
             seqskew_core::diag::Severity::Error,

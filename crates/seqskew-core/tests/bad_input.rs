@@ -725,6 +725,22 @@ fn a_file_over_the_memory_limit_is_given_up_clearly() {
 /// (`"baseTimeNanoseconds": 17` + `00000000000000000`) was read as the part that had arrived,
 /// shifting every time by a factor of 10ⁿ depending on the chunking.
 #[test]
+fn a_file_given_up_early_counts_all_its_bytes() {
+    // A reader stops at the rejection, after the first 2 KiB of a 10 KB file.
+    let text = "not a trace\n".repeat(1000);
+    let mut ingest = FileIngest::new("notes.json");
+    ingest.feed(text.as_bytes().get(..2048).unwrap_or_default());
+    assert!(ingest.is_rejected());
+    let import = ingest.finish_of_size(text.len() as u64);
+    assert_eq!(import.summary().bytes, 12_000);
+    assert!(!import.is_usable() && !import.diagnostics.is_empty());
+    // A file read whole is counted as read.
+    let mut whole = FileIngest::new("rank3.pt.trace.json");
+    whole.feed(&kineto());
+    assert_eq!(whole.finish_of_size(0).summary().bytes, kineto().len() as u64);
+}
+
+#[test]
 fn a_top_level_number_split_across_chunks() {
     // Bug 8: a cut after `17` was read as 17. Bug 10: a cut after `1.7e` was "unreadable",
     // because serde calls a number without its exponent's digits invalid, not incomplete.

@@ -413,10 +413,7 @@ impl RunningJob {
             }
         }
         if let Some(ingest) = self.ingest.take() {
-            let mut import = ingest.finish();
-            // A file given up is not read to its end; its size is still what it holds.
-            import.stats.bytes_in = import.stats.bytes_in.max(file.size);
-            self.imports.push((index, import));
+            self.imports.push((index, ingest.finish_of_size(file.size)));
         }
         self.next_file();
         self.index < self.claims.end()

@@ -86,8 +86,8 @@ pub struct FileSummary {
     /// `null` when the format was not recognised.
     pub format: Option<Format>,
     pub compressed: bool,
-    /// The file's bytes as given (compressed when gzipped); the command line and the browser
-    /// count all of a file they gave up on, though they stopped reading it.
+    /// The file's bytes as given (compressed when gzipped); all of a file given up early when
+    /// its reader knew its size ([`FileIngest::finish_of_size`]: the command line, the browser).
     pub bytes: u64,
     pub workers: usize,
     pub ranks: Vec<u32>,
@@ -315,6 +315,14 @@ impl FileIngest {
                 self.bytes = self.bytes.min(SNIFF_BYTES as u64);
             }
         }
+    }
+
+    /// [`finish`](Self::finish) for a reader that knows the file's `size`: a file given up
+    /// early is not read to its end, and still counts all its bytes, whatever the reads were.
+    pub fn finish_of_size(self, size: u64) -> FileImport {
+        let mut import = self.finish();
+        import.stats.bytes_in = import.stats.bytes_in.max(size);
+        import
     }
 
     /// Ends the file and returns what it held.
