@@ -153,8 +153,8 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 pub const SNIFF_BYTES: usize = 1024;
 
 /// How much a native reader feeds [`FileIngest`] at a time (it takes any size). Small enough
-/// that the bytes a read copies are still in the core's cache when they are parsed: reading
-/// 1 GB in 8 MiB pieces was about 4% slower. (The browser feeds 32 MiB `Blob` slices, whose
+/// that the bytes a read copies are still in the core's cache when they are parsed (8 MiB
+/// pieces read slower in interleaved runs). (The browser feeds 32 MiB `Blob` slices, whose
 /// cost is per slice.)
 pub const READ_CHUNK: usize = 256 << 10;
 
