@@ -55,18 +55,15 @@ fn files_under(paths: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
-/// Reads the files one after another on one thread, as the browser's worker does, and
-/// assembles them (moving the workers, as the worker does).
-pub fn ingest(paths: &[PathBuf]) -> Result<(), String> {
-    let files = files_under(paths);
-    let start = Instant::now();
+/// Feeds each of `files` (already open as readers) to an importer `READ_CHUNK` bytes at a time,
+/// one after another on one thread, as the browser's worker does.
+fn import_all<R: Read>(files: Vec<(String, R)>) -> Result<Vec<FileImport>, String> {
     let mut imports: Vec<FileImport> = Vec::with_capacity(files.len());
     let mut buf = vec![0u8; READ_CHUNK];
-    for path in &files {
-        let mut f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut ingest = FileIngest::new(&path.display().to_string());
+    for (name, mut reader) in files {
+        let mut ingest = FileIngest::new(&name);
         loop {
-            let n = f.read(&mut buf).map_err(|e| e.to_string())?;
+            let n = reader.read(&mut buf).map_err(|e| format!("{name}: {e}"))?;
             if n == 0 {
                 break;
             }
@@ -74,6 +71,12 @@ pub fn ingest(paths: &[PathBuf]) -> Result<(), String> {
         }
         imports.push(ingest.finish());
     }
+    Ok(imports)
+}
+
+/// Assembles the imports (moving the workers, as the browser's worker does) and prints the
+/// sample of a run that took `start.elapsed()`.
+fn report_ingest(imports: Vec<FileImport>, start: Instant) -> Result<(), String> {
     let bytes = imports.iter().map(|i| i.stats.bytes).sum();
     let assembled = assemble_owned(imports);
     let seconds = start.elapsed().as_secs_f64();
@@ -88,8 +91,33 @@ pub fn ingest(paths: &[PathBuf]) -> Result<(), String> {
     Ok(())
 }
 
-/// Builds a `workers` × `steps` job with the simulator (not timed), then times its diagnosis.
-pub fn analyze(workers: u32, steps: u32) -> Result<(), String> {
+/// Reads the files from disk and imports them, timing both (what a user waits for).
+pub fn ingest(paths: &[PathBuf]) -> Result<(), String> {
+    let files = files_under(paths);
+    let start = Instant::now();
+    let open = files
+        .iter()
+        .map(|p| Ok((p.display().to_string(), File::open(p).map_err(|e| format!("{}: {e}", p.display()))?)))
+        .collect::<Result<Vec<_>, String>>()?;
+    report_ingest(import_all(open)?, start)
+}
+
+/// Reads the files into memory first, then times only their import: the parser's own speed,
+/// without the page cache's copies, for comparing two builds.
+pub fn parse(paths: &[PathBuf]) -> Result<(), String> {
+    let files = files_under(paths)
+        .iter()
+        .map(|p| Ok((p.display().to_string(), std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?)))
+        .collect::<Result<Vec<(String, Vec<u8>)>, String>>()?;
+    let start = Instant::now();
+    let readers = files.iter().map(|(name, bytes)| (name.clone(), bytes.as_slice())).collect();
+    report_ingest(import_all(readers)?, start)
+}
+
+/// Builds a `workers` × `steps` job with the simulator (not timed), then times its diagnosis,
+/// `repeat` times over (a line each: building the job takes far longer than diagnosing it, so
+/// two builds are compared by repeating the diagnosis in one process).
+pub fn analyze(workers: u32, steps: u32, repeat: usize) -> Result<(), String> {
     let base = preset("seqlen-imbalance").unwrap_or_default();
     let config = Config {
         dp: workers,
@@ -105,17 +133,19 @@ pub fn analyze(workers: u32, steps: u32) -> Result<(), String> {
     let job = to_job(&config, &sim);
     drop(sim);
     let assembled = seqskew_core::import::Assembled { job, diagnostics: Vec::new() };
-    let start = Instant::now();
-    let analysis = diagnose(&assembled, &[]);
-    let seconds = start.elapsed().as_secs_f64();
-    let sample = Sample {
-        seconds,
-        peak_rss_mib: peak_rss_mib(),
-        bytes: 0,
-        workers: assembled.job.workers.len(),
-        steps: analysis.report.job.steps,
-    };
-    println!("{}", serde_json::to_string(&sample).map_err(|e| e.to_string())?);
+    for _ in 0..repeat.max(1) {
+        let start = Instant::now();
+        let analysis = diagnose(&assembled, &[]);
+        let seconds = start.elapsed().as_secs_f64();
+        let sample = Sample {
+            seconds,
+            peak_rss_mib: peak_rss_mib(),
+            bytes: 0,
+            workers: assembled.job.workers.len(),
+            steps: analysis.report.job.steps,
+        };
+        println!("{}", serde_json::to_string(&sample).map_err(|e| e.to_string())?);
+    }
     Ok(())
 }
 
@@ -243,10 +273,26 @@ fn fixtures(plan: &Plan, runs: usize, results: &mut Results) -> Result<(), Strin
     Ok(())
 }
 
+/// The sizes of the generated inputs: (bytes, as the table says it).
+fn sizes(quick: bool) -> &'static [(u64, &'static str)] {
+    if quick { &[(20 << 20, "20 MB")] } else { &[(50 << 20, "50 MB"), (1 << 30, "1 GB")] }
+}
+
+/// Writes (or finds cached) the inputs `run` reads, and prints each one's label and path, so
+/// that two builds can be compared on them (`ingest`, `parse`) without a whole run.
+pub fn generate(out: &Path, quick: bool) -> Result<(), String> {
+    for &(target, size) in sizes(quick) {
+        for kind in Kind::ALL {
+            let (path, bytes) = input(&out.join("data"), kind, target).map_err(|e| e.to_string())?;
+            println!("{} {size}\t{}\t{bytes}", kind.name(), path.display());
+        }
+    }
+    Ok(())
+}
+
 pub fn run_all(plan: &Plan) -> Result<(), String> {
     let data = plan.out.join("data");
-    let sizes: &[(u64, &str)] =
-        if plan.quick { &[(20 << 20, "20 MB")] } else { &[(50 << 20, "50 MB"), (1 << 30, "1 GB")] };
+    let sizes = sizes(plan.quick);
     let runs = if plan.quick { 2 } else { 3 };
     let mut results = Results { machine: machine(), ..Results::default() };
     for &(target, size) in sizes {
