@@ -9,7 +9,7 @@
 use std::ops::Range;
 
 use super::par;
-use crate::model::{Job, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep};
+use crate::model::{Job, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep};
 
 /// A worker's place in the job.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,24 +135,27 @@ struct SeqColumns {
 }
 
 impl SeqColumns {
-    fn with_capacity(n: usize) -> Self {
+    fn zeroed(n: usize) -> Self {
         SeqColumns {
-            known: Vec::with_capacity(n),
-            documents: Vec::with_capacity(n),
-            tokens: Vec::with_capacity(n),
-            max_len: Vec::with_capacity(n),
-            sum_sq: Vec::with_capacity(n),
+            known: vec![false; n],
+            documents: vec![0.0; n],
+            tokens: vec![0.0; n],
+            max_len: vec![0; n],
+            sum_sq: vec![0.0; n],
             quadratic: Vec::new(),
         }
     }
 
-    fn push(&mut self, s: Option<&Sequences>) {
-        let s = s.filter(|s| s.is_known());
-        self.known.push(s.is_some());
-        self.documents.push(s.map_or(0.0, |s| s.documents as f64));
-        self.tokens.push(s.map_or(0.0, |s| s.tokens as f64));
-        self.max_len.push(s.map_or(0, |s| s.max_len));
-        self.sum_sq.push(s.map_or(0.0, Sequences::sum_sq_estimate));
+    fn set(&mut self, i: usize, s: &Sequences) {
+        if !s.is_known() {
+            return;
+        }
+        let put = |column: &mut Vec<f64>, v: f64| column.get_mut(i).into_iter().for_each(|x| *x = v);
+        self.known.get_mut(i).into_iter().for_each(|x| *x = true);
+        put(&mut self.documents, s.documents as f64);
+        put(&mut self.tokens, s.tokens as f64);
+        self.max_len.get_mut(i).into_iter().for_each(|x| *x = s.max_len);
+        put(&mut self.sum_sq, s.sum_sq_estimate());
     }
 
     /// Entries `range` (empty where out of bounds).
@@ -210,53 +213,45 @@ struct CellColumns {
     stall: Vec<Nanos>,
     other: Vec<Nanos>,
     seq: SeqColumns,
-    /// Where each cell's micro-batches start; one more entry than cells (the last one's end).
+    /// Where each cell's micro-batches start and end in the micro-batch columns.
     micro_batch_start: Vec<u32>,
+    micro_batch_end: Vec<u32>,
 }
 
 impl CellColumns {
-    fn with_capacity(n: usize) -> Self {
+    fn zeroed(n: usize) -> Self {
         CellColumns {
-            present: Vec::with_capacity(n),
-            duration: Vec::with_capacity(n),
-            compute: Vec::with_capacity(n),
-            attention: Vec::with_capacity(n),
-            optimizer: Vec::with_capacity(n),
-            collectives: Vec::with_capacity(n),
-            transfer: Vec::with_capacity(n),
-            stall: Vec::with_capacity(n),
-            other: Vec::with_capacity(n),
-            seq: SeqColumns::with_capacity(n),
-            micro_batch_start: Vec::with_capacity(n + 1),
+            present: vec![false; n],
+            duration: vec![0; n],
+            compute: vec![0; n],
+            attention: vec![0; n],
+            optimizer: vec![0; n],
+            collectives: vec![0; n],
+            transfer: vec![None; n],
+            stall: vec![0; n],
+            other: vec![0; n],
+            seq: SeqColumns::zeroed(n),
+            micro_batch_start: vec![0; n],
+            micro_batch_end: vec![0; n],
         }
     }
 
-    /// Appends one worker's cell of a step (`None` where it lacks the step), whose pipeline
-    /// send/recv time is `p2p` and whose micro-batches start at `micro_batch_start`.
-    fn push(&mut self, s: Option<&WorkerStep>, p2p: Nanos, micro_batch_start: u32) {
-        self.micro_batch_start.push(micro_batch_start);
-        self.present.push(s.is_some());
-        self.seq.push(s.map(|s| &s.sequences));
-        let Some(s) = s else {
-            for column in [&mut self.duration, &mut self.compute, &mut self.attention, &mut self.optimizer] {
-                column.push(0);
-            }
-            for column in [&mut self.collectives, &mut self.stall, &mut self.other] {
-                column.push(0);
-            }
-            self.transfer.push(None);
-            return;
-        };
+    /// Sets cell `i` from its worker-step (all but where its micro-batches are).
+    fn set(&mut self, i: usize, s: &WorkerStep) {
+        let put = |column: &mut Vec<Nanos>, v: Nanos| column.get_mut(i).into_iter().for_each(|x| *x = v);
         let t = &s.totals;
         let communication = t.communication();
-        self.duration.push(s.duration);
-        self.compute.push(t.get(SpanKind::Compute) + t.get(SpanKind::Attention));
-        self.attention.push(s.sequences.attention.unwrap_or_else(|| t.get(SpanKind::Attention)));
-        self.optimizer.push(t.get(SpanKind::Optimizer));
-        self.collectives.push(communication - p2p.min(communication));
-        self.transfer.push(s.transfer.map(|x| x.min(communication)));
-        self.stall.push(t.get(SpanKind::HostStall) + t.get(SpanKind::DataLoading));
-        self.other.push(t.get(SpanKind::Other));
+        let p2p = s.p2p_time();
+        self.present.get_mut(i).into_iter().for_each(|x| *x = true);
+        self.seq.set(i, &s.sequences);
+        put(&mut self.duration, s.duration);
+        put(&mut self.compute, t.get(SpanKind::Compute) + t.get(SpanKind::Attention));
+        put(&mut self.attention, s.sequences.attention.unwrap_or_else(|| t.get(SpanKind::Attention)));
+        put(&mut self.optimizer, t.get(SpanKind::Optimizer));
+        put(&mut self.collectives, communication - p2p.min(communication));
+        self.transfer.get_mut(i).into_iter().for_each(|x| *x = s.transfer.map(|x| x.min(communication)));
+        put(&mut self.stall, t.get(SpanKind::HostStall) + t.get(SpanKind::DataLoading));
+        put(&mut self.other, t.get(SpanKind::Other));
     }
 
     /// Cells `range`, of part `part`.
@@ -273,7 +268,8 @@ impl CellColumns {
             stall: run(&self.stall, &range),
             other: run(&self.other, &range),
             seq: self.seq.slice(range.clone()),
-            micro_batch_start: run(&self.micro_batch_start, &(range.start..range.end + 1)),
+            micro_batch_start: run(&self.micro_batch_start, &range),
+            micro_batch_end: run(&self.micro_batch_end, &range),
         }
     }
 }
@@ -294,8 +290,8 @@ pub struct Row<'a> {
     pub stall: &'a [Nanos],
     pub other: &'a [Nanos],
     pub seq: SeqSlice<'a>,
-    /// One more entry than cells.
     micro_batch_start: &'a [u32],
+    micro_batch_end: &'a [u32],
 }
 
 impl<'a> Row<'a> {
@@ -344,7 +340,7 @@ impl<'a> Row<'a> {
     /// Where cell `i`'s micro-batches are (see [`Frame::micro_batches_in`]).
     pub fn micro_batches(&self, i: usize) -> MicroBatchRange {
         let start = self.micro_batch_start.get(i).copied().unwrap_or(0);
-        MicroBatchRange { part: self.part, start, end: self.micro_batch_start.get(i + 1).copied().unwrap_or(start) }
+        MicroBatchRange { part: self.part, start, end: self.micro_batch_end.get(i).copied().unwrap_or(start) }
     }
 
     /// The present cells, with their indices, in order.
@@ -363,33 +359,63 @@ struct MicroBatchColumns {
 }
 
 impl MicroBatchColumns {
-    fn with_capacity(n: usize) -> Self {
+    fn zeroed(n: usize) -> Self {
         MicroBatchColumns {
-            forward: Vec::with_capacity(n),
-            backward: Vec::with_capacity(n),
-            attention: Vec::with_capacity(n),
-            seq: SeqColumns::with_capacity(n),
+            forward: vec![0; n],
+            backward: vec![0; n],
+            attention: vec![None; n],
+            seq: SeqColumns::zeroed(n),
         }
     }
 
-    fn len(&self) -> u32 {
-        u32::try_from(self.forward.len()).unwrap_or(u32::MAX)
+    fn set(&mut self, i: usize, m: &MicroBatch) {
+        self.forward.get_mut(i).into_iter().for_each(|x| *x = m.forward);
+        self.backward.get_mut(i).into_iter().for_each(|x| *x = m.backward);
+        self.attention.get_mut(i).into_iter().for_each(|x| *x = m.sequences.attention);
+        self.seq.set(i, &m.sequences);
     }
 
-    fn push(&mut self, forward: Nanos, backward: Nanos, sequences: &Sequences) {
-        self.forward.push(forward);
-        self.backward.push(backward);
-        self.attention.push(sequences.attention);
-        self.seq.push(Some(sequences));
+    /// Entries `range` (empty where out of bounds).
+    fn slice(&self, range: Range<usize>) -> MicroBatchRun<'_> {
+        MicroBatchRun {
+            forward: run(&self.forward, &range),
+            backward: run(&self.backward, &range),
+            attention: run(&self.attention, &range),
+            seq: self.seq.slice(range),
+        }
+    }
+}
+
+/// A run of micro-batches (one cell's), column by column.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MicroBatchRun<'a> {
+    pub forward: &'a [Nanos],
+    pub backward: &'a [Nanos],
+    attention: &'a [Option<Nanos>],
+    pub seq: SeqSlice<'a>,
+}
+
+impl<'a> MicroBatchRun<'a> {
+    pub fn len(&self) -> usize {
+        self.forward.len()
     }
 
-    fn get(&self, i: usize) -> MicroBatchCell {
+    pub fn is_empty(&self) -> bool {
+        self.forward.is_empty()
+    }
+
+    pub fn get(&self, i: usize) -> MicroBatchCell {
         MicroBatchCell {
             forward: self.forward.get(i).copied().unwrap_or(0),
             backward: self.backward.get(i).copied().unwrap_or(0),
-            seq: self.seq.slice(i..i + 1).get(0),
+            seq: self.seq.get(i),
             attention: self.attention.get(i).copied().flatten(),
         }
+    }
+
+    /// Each micro-batch, in order.
+    pub fn iter(self) -> impl ExactSizeIterator<Item = MicroBatchCell> + Clone + 'a {
+        (0..self.len()).map(move |i| self.get(i))
     }
 }
 
@@ -465,9 +491,14 @@ impl Frame {
         &self,
         range: MicroBatchRange,
     ) -> impl ExactSizeIterator<Item = MicroBatchCell> + Clone + '_ {
+        self.micro_batch_run(range).iter()
+    }
+
+    /// The micro-batches in a range, column by column.
+    pub fn micro_batch_run(&self, range: MicroBatchRange) -> MicroBatchRun<'_> {
         let MicroBatchRange { part, start, end } = range;
         let columns = self.parts.get(part as usize).map(|p| &p.micro_batches);
-        (start as usize..end.max(start) as usize).map(move |i| columns.map(|c| c.get(i)).unwrap_or_default())
+        columns.map(|c| c.slice(start as usize..end.max(start) as usize)).unwrap_or_default()
     }
 }
 
@@ -509,26 +540,24 @@ pub fn build(job: &Job) -> Frame {
     }
     let steps = job.steps();
     let width = job.workers.len();
-    // Ranges of steps on every core (building the table mostly waits on memory): each part is
-    // sized, then allocated here, then filled.
-    let mut plans: Vec<(Range<usize>, SequenceKnowledge, usize)> = par::ranges(steps.len(), par::min_rows(width))
+    // Ranges of steps on every core (building the table mostly waits on memory). Each part's
+    // cells are allocated here, their micro-batches counted, then those allocated, then all
+    // filled in.
+    let mut parts: Vec<(Range<usize>, SequenceKnowledge, Part)> = par::ranges(steps.len(), par::min_rows(width))
         .into_iter()
-        .map(|range| (range, SequenceKnowledge::default(), 0))
-        .collect();
-    par::each_mut(&mut plans, |_, (range, knowledge, micro_batches)| {
-        (*knowledge, *micro_batches) = size(job, &steps, range.clone());
-    });
-    let mut parts: Vec<(Range<usize>, SequenceKnowledge, Part)> = plans
-        .into_iter()
-        .map(|(range, knowledge, micro_batches)| {
-            let part = Part {
-                first_step: range.start,
-                cells: CellColumns::with_capacity(range.len().saturating_mul(width)),
-                micro_batches: MicroBatchColumns::with_capacity(micro_batches),
-            };
-            (range, knowledge, part)
+        .map(|range| {
+            let cells = CellColumns::zeroed(range.len().saturating_mul(width));
+            let part = Part { first_step: range.start, cells, micro_batches: MicroBatchColumns::default() };
+            (range, SequenceKnowledge::default(), part)
         })
         .collect();
+    par::each_mut(&mut parts, |_, (range, knowledge, part)| {
+        *knowledge = place_micro_batches(job, &steps, range.clone(), &mut part.cells);
+    });
+    for (_, _, part) in &mut parts {
+        let count = part.cells.micro_batch_end.last().copied().unwrap_or(0);
+        part.micro_batches = MicroBatchColumns::zeroed(count as usize);
+    }
     par::each_mut(&mut parts, |_, (range, _, part)| fill(job, &steps, range.clone(), part));
     let knowledge = parts.iter().map(|(_, k, _)| *k).max().unwrap_or_default();
     let mut parts: Vec<Part> = parts.into_iter().map(|(_, _, part)| part).collect();
@@ -553,63 +582,64 @@ fn bounds(steps: &[u64], range: Range<usize>) -> Option<(u64, u64)> {
     Some((*steps.get(range.start)?, *steps.get(range.end.checked_sub(1)?)?))
 }
 
-/// The best sequence knowledge among the worker-steps of `steps[range]`, and how many
-/// micro-batches they have: one pass over them, worker by worker (in memory order).
-fn size(job: &Job, steps: &[u64], range: Range<usize>) -> (SequenceKnowledge, usize) {
-    let Some((first, last)) = bounds(steps, range) else { return (SequenceKnowledge::default(), 0) };
-    let (mut knowledge, mut micro_batches) = (SequenceKnowledge::default(), 0usize);
-    for s in job.workers.iter().flat_map(|w| stretch(w, first, last)) {
-        knowledge = knowledge.max(s.sequences.knowledge);
-        micro_batches += s.micro_batches.len();
-    }
-    (knowledge, micro_batches)
-}
-
-/// Appends to `part` the cells of `steps[range]` (`steps` being all the job's, sorted), step
-/// by step, and their micro-batches.
-fn fill(job: &Job, steps: &[u64], range: Range<usize>, part: &mut Part) {
+/// Calls `visit(i, worker_step)` for each cell `i` of `steps[range]` that a worker has. The model
+/// holds each worker's steps one after another, the table each step's workers: a transpose.
+/// Made a tile of steps at a time, worker by worker, each worker's steps are read in memory
+/// order while the tile's rows of the table stay in the cache until every worker has written
+/// its cell of them.
+fn each_cell<'a>(job: &'a Job, steps: &[u64], range: Range<usize>, mut visit: impl FnMut(usize, &'a WorkerStep)) {
     let Some((first, last)) = bounds(steps, range.clone()) else { return };
-    let Part { cells, micro_batches, .. } = part;
-    // Step by step, as the diagnosis reads the table, with one cursor per worker into its
-    // stretch; a step's workers a block at a time, so that each block's worker-steps stay in
-    // the cache while the loops below read them.
+    let width = job.workers.len();
     let mut stretches: Vec<&[WorkerStep]> = job.workers.iter().map(|w| stretch(w, first, last)).collect();
-    let mut row: Vec<Option<&WorkerStep>> = Vec::with_capacity(BLOCK);
-    let mut p2p: Vec<Nanos> = Vec::with_capacity(BLOCK);
-    for step in steps.get(range).unwrap_or_default() {
-        for block in stretches.chunks_mut(BLOCK) {
-            row.clear();
-            for rest in block.iter_mut() {
+    for (tile_index, tile) in steps.get(range).unwrap_or_default().chunks(TILE).enumerate() {
+        for (w, rest) in stretches.iter_mut().enumerate() {
+            for (t, step) in tile.iter().enumerate() {
                 while rest.first().is_some_and(|s| s.step < *step) {
                     *rest = rest.get(1..).unwrap_or_default();
                 }
-                let found = rest.first().filter(|s| s.step == *step);
-                if found.is_some() {
-                    *rest = rest.get(1..).unwrap_or_default();
-                }
-                row.push(found);
-            }
-            // Each worker-step's collectives and micro-batches are lists of their own. Read in
-            // loops of their own, the block's lists are fetched from memory together rather than
-            // one after another (they were half the time of building the table).
-            p2p.clear();
-            p2p.extend(row.iter().map(|s| s.map_or(0, WorkerStep::p2p_time)));
-            let mut micro_batch_start = micro_batches.len();
-            for (s, &p) in row.iter().zip(&p2p) {
-                cells.push(*s, p, micro_batch_start);
-                let count = s.map_or(0, |s| s.micro_batches.len());
-                micro_batch_start = micro_batch_start.saturating_add(u32::try_from(count).unwrap_or(u32::MAX));
-            }
-            for m in row.iter().flatten().flat_map(|s| &s.micro_batches) {
-                micro_batches.push(m.forward, m.backward, &m.sequences);
+                let Some(s) = rest.first().filter(|s| s.step == *step) else { continue };
+                *rest = rest.get(1..).unwrap_or_default();
+                visit((tile_index * TILE + t) * width + w, s);
             }
         }
     }
-    cells.micro_batch_start.push(micro_batches.len());
 }
 
-/// Workers whose cells of a step are built together (see [`part`]).
-const BLOCK: usize = 128;
+/// Steps whose cells are made together (see [`each_cell`]).
+const TILE: usize = 32;
+
+/// Where each cell's micro-batches go in its part's micro-batch columns: in cell order (the
+/// order the diagnosis reads them in), counted first. Returns the best sequence knowledge
+/// among the cells.
+fn place_micro_batches(job: &Job, steps: &[u64], range: Range<usize>, cells: &mut CellColumns) -> SequenceKnowledge {
+    let mut knowledge = SequenceKnowledge::default();
+    each_cell(job, steps, range, |i, s| {
+        knowledge = knowledge.max(s.sequences.knowledge);
+        if let Some(n) = cells.micro_batch_end.get_mut(i) {
+            *n = u32::try_from(s.micro_batches.len()).unwrap_or(u32::MAX);
+        }
+    });
+    let mut next = 0u32;
+    for (start, end) in cells.micro_batch_start.iter_mut().zip(cells.micro_batch_end.iter_mut()) {
+        *start = next;
+        next = next.saturating_add(*end);
+        *end = next;
+    }
+    knowledge
+}
+
+/// Writes into `part` the cells of `steps[range]` (`steps` being all the job's, sorted), and
+/// their micro-batches where [`place_micro_batches`] put them.
+fn fill(job: &Job, steps: &[u64], range: Range<usize>, part: &mut Part) {
+    let Part { cells, micro_batches, .. } = part;
+    each_cell(job, steps, range, |i, s| {
+        let start = cells.micro_batch_start.get(i).copied().unwrap_or(0);
+        for (m, at) in s.micro_batches.iter().zip(start as usize..) {
+            micro_batches.set(at, m);
+        }
+        cells.set(i, s);
+    });
+}
 
 /// With only varlen bounds, a shard's attention cost is best known from its measured attention
 /// time. Put it in Σ L² units, calibrated per worker (its total estimate over its total
@@ -635,7 +665,8 @@ fn use_attention_for_bounds(parts: &mut [Part], width: usize) {
         cells.seq.quadratic.clone_from(&cells.seq.sum_sq);
         micro_batches.seq.quadratic.clone_from(&micro_batches.seq.sum_sq);
         let mb = &mut micro_batches.seq;
-        let each = cells.present.iter().zip(cells.attention.iter().zip(cells.micro_batch_start.windows(2)));
+        let ends = cells.micro_batch_start.iter().zip(&cells.micro_batch_end);
+        let each = cells.present.iter().zip(cells.attention.iter().zip(ends));
         for (i, (&present, (&a, ends))) in each.enumerate() {
             let Some(scale) = scale.get(worker_of(i)).copied().flatten().filter(|_| present) else { continue };
             if cells.seq.known.get(i).copied().unwrap_or(false)
@@ -644,7 +675,7 @@ fn use_attention_for_bounds(parts: &mut [Part], width: usize) {
             {
                 *q = a as f64 * scale;
             }
-            let [start, end] = [ends.first(), ends.last()].map(|e| e.copied().unwrap_or(0) as usize);
+            let (start, end) = (*ends.0 as usize, *ends.1 as usize);
             for m in start..end.max(start) {
                 let attention = micro_batches.attention.get(m).copied().flatten().filter(|a| *a > 0);
                 if let (true, Some(a), Some(q)) =
@@ -720,6 +751,54 @@ mod tests {
             ]
         );
         assert_eq!(f.cells().map(|c| c.duration).collect::<Vec<_>>(), [10, 20, 21, 30, 41, 51]);
+    }
+
+    #[test]
+    fn tiles_of_steps_keep_every_cell_and_its_micro_batches_in_place() {
+        use crate::model::MicroBatch;
+        // More steps than a tile, each worker missing different ones, with 0–2 micro-batches
+        // a step: every cell is its own worker-step, micro-batches in cell order.
+        let steps = 3 * TILE as u64 + 5;
+        let tag = |w: u64, s: u64| (w * 1000 + s) as i64;
+        let has = |w: u64, s: u64| s % (w + 2) != 1;
+        let job = Job {
+            workers: (0..3)
+                .map(|w| Worker {
+                    rank: w as u32,
+                    steps: (0..steps)
+                        .filter(|&s| has(w, s))
+                        .map(|s| WorkerStep {
+                            step: s,
+                            duration: tag(w, s),
+                            micro_batches: (0..s % 3)
+                                .map(|m| MicroBatch { forward: tag(w, s) * 10 + m as i64, ..MicroBatch::default() })
+                                .collect(),
+                            ..WorkerStep::default()
+                        })
+                        .collect(),
+                    ..Worker::default()
+                })
+                .collect(),
+        };
+        let f = build(&job);
+        let union: Vec<u64> = (0..steps).filter(|&s| (0..3).any(|w| has(w, s))).collect();
+        assert!(union.len() < steps as usize && union.len() > 2 * TILE);
+        assert_eq!(f.steps, union);
+        let mut in_order = Vec::new();
+        for (si, &s) in union.iter().enumerate() {
+            for w in 0..3 {
+                let cell = f.cell(si, w as usize);
+                assert_eq!(cell.map(|c| c.duration), has(w, s).then(|| tag(w, s)), "step {s} worker {w}");
+                let forwards: Vec<i64> = cell.iter().flat_map(|c| f.micro_batches_of(c)).map(|m| m.forward).collect();
+                let expected: Vec<i64> =
+                    if has(w, s) { (0..s % 3).map(|m| tag(w, s) * 10 + m as i64).collect() } else { Vec::new() };
+                assert_eq!(forwards, expected, "step {s} worker {w}");
+                in_order.extend(expected);
+            }
+        }
+        // Micro-batches sit in the table's columns in cell order.
+        let all: Vec<i64> = f.parts.iter().flat_map(|p| p.micro_batches.forward.iter().copied()).collect();
+        assert_eq!(all, in_order);
     }
 
     #[test]

@@ -237,18 +237,20 @@ impl Steps for FromFrame<'_> {
         let mut least = f64::INFINITY;
         // Per stage, its transfer where every slot's collectives carry timestamps.
         let mut measured_transfer: Vec<Option<f64>> = Vec::with_capacity(stages);
+        let mut transfers = Vec::new();
         let at = |column: &[Nanos], wi: usize| column.get(wi).copied().unwrap_or(0) as f64;
         for (p, stage) in best.chunks(dps).enumerate() {
-            let (mut present, mut transfers) = (0usize, Vec::new());
+            let mut present = 0usize;
+            transfers.clear();
             for (d, &(wi, _)) in stage.iter().enumerate().filter_map(|(d, b)| Some((d, b.as_ref()?))) {
                 present += 1;
                 transfers.extend(row.transfer.get(wi).copied().flatten().map(|t| t as f64));
-                let mbs = frame.micro_batches_in(row.micro_batches(wi));
+                let mbs = frame.micro_batch_run(row.micro_batches(wi));
                 let compute = at(row.compute, wi);
                 let passes = out.passes_mut((p, d));
                 if uniform {
-                    for (pass, m) in passes.iter_mut().zip(mbs.clone()) {
-                        *pass = (m.forward as f64, m.backward as f64);
+                    for ((pass, &f), &b) in passes.iter_mut().zip(mbs.forward).zip(mbs.backward) {
+                        *pass = (f as f64, b as f64);
                     }
                 } else if let Some(pass) = passes.first_mut() {
                     *pass = (compute, 0.0);
@@ -258,9 +260,9 @@ impl Steps for FromFrame<'_> {
                 let comm = at(row.collectives, wi);
                 let expected = self.fit.filter(|_| row.seq.known(wi)).map(|f| f.predict(&row.seq.get(wi)));
                 out.set((p, d), at(row.stall, wi), tail, comm, expected);
-                if let Some(f) = self.mb_fit.filter(|_| uniform && mbs.clone().all(|m| m.seq.known)) {
-                    for (e, m) in out.expected_passes_mut((p, d)).iter_mut().zip(mbs) {
-                        *e = f.predict(&m.seq).max(0.0);
+                if let Some(f) = self.mb_fit.filter(|_| uniform && (0..mbs.len()).all(|m| mbs.seq.known(m))) {
+                    for (m, e) in out.expected_passes_mut((p, d)).iter_mut().enumerate() {
+                        *e = f.predict(&mbs.seq.get(m)).max(0.0);
                     }
                 }
                 least = least.min(comm);
