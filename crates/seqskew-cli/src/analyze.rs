@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use seqskew_core::analysis::{Analysis, analyze};
-use seqskew_core::import::{FileImport, assemble};
 
 use crate::input;
 
@@ -18,25 +17,24 @@ pub enum Output {
 }
 
 /// Reads and analyses the inputs. `Err` when nothing in them can be analysed.
-pub fn load(paths: &[PathBuf]) -> Result<(Vec<FileImport>, Analysis), String> {
+pub fn load(paths: &[PathBuf]) -> Result<Analysis, String> {
     let files = input::expand(paths)?;
     if files.is_empty() {
         return Err("no trace files found (looked for .json, .json.gz, .jsonl, .csv)".into());
     }
-    let imports = input::import_all(&files);
-    let assembled = assemble(&imports);
+    let (summaries, assembled) = input::assemble(input::import_all(&files));
     if assembled.job.workers.is_empty() {
         let problems: Vec<String> =
-            imports.iter().flat_map(|i| i.diagnostics.iter().map(ToString::to_string)).collect();
+            summaries.iter().flat_map(|s| s.diagnostics.iter().map(ToString::to_string)).collect();
         return Err(format!("nothing to analyse:\n  {}", problems.join("\n  ")));
     }
-    let summaries: Vec<_> = imports.iter().map(FileImport::summary).collect();
     let analysis = analyze(&assembled, &summaries);
-    Ok((imports, analysis))
+    input::free_in_background(assembled);
+    Ok(analysis)
 }
 
 pub fn run(paths: &[PathBuf], output: Output) -> Result<ExitCode, String> {
-    let (_, analysis) = load(paths)?;
+    let analysis = load(paths)?;
     let report = &analysis.report;
     match output {
         Output::Json => println!("{}", report.to_json()),

@@ -10,7 +10,6 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use seqskew_core::compare::compare;
 use seqskew_core::export::{write_steplog_csv, write_steplog_jsonl};
-use seqskew_core::import::assemble;
 
 use crate::analyze::load;
 use crate::input;
@@ -35,7 +34,7 @@ struct CheckOutput<'a> {
 /// 2 when the input cannot be analysed.
 pub fn check(paths: &[PathBuf], max_slowdown: f64, json: bool) -> Result<ExitCode, String> {
     let analysis = match load(paths) {
-        Ok((_, a)) => a,
+        Ok(a) => a,
         Err(e) => {
             eprintln!("seqskew check: {e}");
             return Ok(ExitCode::from(UNUSABLE));
@@ -61,8 +60,8 @@ pub fn check(paths: &[PathBuf], max_slowdown: f64, json: bool) -> Result<ExitCod
 }
 
 pub fn compare_runs(before: &Path, after: &Path, max_slowdown: f64, json: bool) -> Result<ExitCode, String> {
-    let (_, b) = load(&[before.to_path_buf()])?;
-    let (_, a) = load(&[after.to_path_buf()])?;
+    let b = load(&[before.to_path_buf()])?;
+    let a = load(&[after.to_path_buf()])?;
     let c = compare(&b.report, &a.report, max_slowdown);
     if json {
         println!("{}", serde_json::to_string_pretty(&c).map_err(|e| e.to_string())?);
@@ -76,11 +75,10 @@ pub fn compare_runs(before: &Path, after: &Path, max_slowdown: f64, json: bool) 
 /// Lines; gzipped when it ends in `.gz`; `-` for standard output.
 pub fn summarize(paths: &[PathBuf], out: &Path) -> Result<ExitCode, String> {
     let files = input::expand(paths)?;
-    let imports = input::import_all(&files);
-    for d in imports.iter().flat_map(|i| &i.diagnostics) {
+    let (summaries, assembled) = input::assemble(input::import_all(&files));
+    for d in summaries.iter().flat_map(|s| &s.diagnostics) {
         eprintln!("{d}");
     }
-    let assembled = assemble(&imports);
     if assembled.job.workers.is_empty() {
         return Err("nothing to summarise: no file held training steps".into());
     }
@@ -103,5 +101,6 @@ pub fn summarize(paths: &[PathBuf], out: &Path) -> Result<ExitCode, String> {
         assembled.job.steps().len(),
         out.display()
     );
+    input::free_in_background(assembled);
     Ok(ExitCode::SUCCESS)
 }

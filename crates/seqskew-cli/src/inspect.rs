@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use seqskew_core::diag::Severity;
-use seqskew_core::import::{FileSummary, assemble};
+use seqskew_core::import::FileSummary;
 
 use crate::input;
 
@@ -23,16 +23,16 @@ struct JobSummary {
 
 pub fn run(paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
     let files = input::expand(paths)?;
-    let imports = input::import_all(&files);
-    let assembled = assemble(&imports);
+    let (summaries, assembled) = input::assemble(input::import_all(&files));
     let out = Output {
-        files: imports.iter().map(|i| i.summary()).collect(),
+        files: summaries,
         job: JobSummary {
             workers: assembled.job.workers.len(),
             steps: assembled.job.steps().len(),
-            diagnostics: assembled.diagnostics,
+            diagnostics: assembled.diagnostics.clone(),
         },
     };
+    input::free_in_background(assembled);
     if json {
         let text = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
         println!("{text}");
