@@ -34,7 +34,12 @@ impl Fit {
 
 /// Whether a fit can use a sample: its sequences known, its time positive.
 pub fn usable_sample(features: &SeqFeatures, time: f64) -> bool {
-    features.known && time.is_finite() && time > 0.0
+    usable(features.known, time)
+}
+
+/// [`usable_sample`], from whether the sample's sequences are known.
+pub fn usable(known: bool, time: f64) -> bool {
+    known && time.is_finite() && time > 0.0
 }
 
 /// The samples a fit can use, at most about 2¹⁵ of them ([`evenly_spaced`]).

@@ -6,10 +6,11 @@
 //! cores by ranges of rows. Each used to make its own two passes: eight reads of a table that
 //! holds half a gigabyte at 4096 workers × 1000 steps.
 
-use super::costmodel::usable_sample;
+use super::costmodel::usable;
 use super::frame::{Cell, Frame, MicroBatchCell, SeqFeatures};
 use super::par;
 use super::stats::EvenSample;
+use crate::model::Nanos;
 
 #[derive(Default)]
 pub struct Samples {
@@ -18,7 +19,7 @@ pub struct Samples {
     /// Micro-batches whose sequences are known.
     pub known_micro_batches: Vec<MicroBatchCell>,
     /// What the cost model fits: sequences and compute of the worker-steps and micro-batches
-    /// it can use ([`usable_sample`]).
+    /// it can use ([`usable_sample`](super::costmodel::usable_sample)).
     pub cell_costs: Vec<(SeqFeatures, f64)>,
     pub micro_batch_costs: Vec<(SeqFeatures, f64)>,
 }
@@ -43,14 +44,27 @@ impl Counts {
     }
 }
 
+/// Whether a cell's (or micro-batch's) sequences are known, and whether the cost model can use
+/// it: from the few columns that say, without making whole cells.
+fn kinds(known: bool, compute: Nanos) -> (bool, bool) {
+    (known, usable(known, compute as f64))
+}
+
 fn count(frame: &Frame, si: usize) -> Counts {
     let mut n = Counts::default();
-    for (_, cell) in frame.step_cells(si) {
-        n.known_cells += usize::from(cell.seq.known);
-        n.cell_costs += usize::from(usable_sample(&cell.seq, cell.compute as f64));
-        for m in frame.micro_batches_of(&cell) {
-            n.known_micro_batches += usize::from(m.seq.known);
-            n.micro_batch_costs += usize::from(usable_sample(&m.seq, m.compute() as f64));
+    let row = frame.row(si);
+    for (i, (&present, &compute)) in row.present.iter().zip(row.compute).enumerate() {
+        if !present {
+            continue;
+        }
+        let (known, usable) = kinds(row.seq.known(i), compute);
+        n.known_cells += usize::from(known);
+        n.cell_costs += usize::from(usable);
+        let mbs = frame.micro_batch_run(row.micro_batches(i));
+        for (m, (&f, &b)) in mbs.forward.iter().zip(mbs.backward).enumerate() {
+            let (known, usable) = kinds(mbs.seq.known(m), f + b);
+            n.known_micro_batches += usize::from(known);
+            n.micro_batch_costs += usize::from(usable);
         }
     }
     n
@@ -73,19 +87,28 @@ pub fn take(frame: &Frame) -> Samples {
         let mut cell_costs = EvenSample::resumed(total.cell_costs, at.cell_costs);
         let mut known_micro_batches = EvenSample::resumed(total.known_micro_batches, at.known_micro_batches);
         let mut micro_batch_costs = EvenSample::resumed(total.micro_batch_costs, at.micro_batch_costs);
-        for (_, cell) in rows.flat_map(|si| frame.step_cells(si)) {
-            if cell.seq.known {
-                known_cells.offer(|| cell);
-            }
-            if usable_sample(&cell.seq, cell.compute as f64) {
-                cell_costs.offer(|| (cell.seq, cell.compute as f64));
-            }
-            for m in frame.micro_batches_of(&cell) {
-                if m.seq.known {
-                    known_micro_batches.offer(|| m);
+        for row in rows.map(|si| frame.row(si)) {
+            for (i, (&present, &compute)) in row.present.iter().zip(row.compute).enumerate() {
+                if !present {
+                    continue;
                 }
-                if usable_sample(&m.seq, m.compute() as f64) {
-                    micro_batch_costs.offer(|| (m.seq, m.compute() as f64));
+                let (known, usable) = kinds(row.seq.known(i), compute);
+                let cell = || row.cell(i).unwrap_or_default();
+                if known {
+                    known_cells.offer(cell);
+                }
+                if usable {
+                    cell_costs.offer(|| (row.seq.get(i), compute as f64));
+                }
+                let mbs = frame.micro_batch_run(row.micro_batches(i));
+                for (m, (&f, &b)) in mbs.forward.iter().zip(mbs.backward).enumerate() {
+                    let (known, usable) = kinds(mbs.seq.known(m), f + b);
+                    if known {
+                        known_micro_batches.offer(|| mbs.get(m));
+                    }
+                    if usable {
+                        micro_batch_costs.offer(|| (mbs.seq.get(m), (f + b) as f64));
+                    }
                 }
             }
         }
