@@ -35,7 +35,7 @@ fn step_fields(w: &Worker, s: &WorkerStep) -> Vec<(&'static str, String)> {
             f.push((name, seconds(t.get(kind))));
         }
     }
-    let p2p = s.p2p_time();
+    let p2p = w.p2p_time(s);
     if p2p > 0 {
         f.push(("p2p_s", seconds(p2p)));
     }
@@ -44,7 +44,7 @@ fn step_fields(w: &Worker, s: &WorkerStep) -> Vec<(&'static str, String)> {
     }
     // A reader takes a step's sequences from its micro-batch rows when they have them, so
     // listing them on the step row as well would only double the file.
-    if !s.micro_batches.iter().any(|m| m.sequences.is_known()) {
+    if !w.micro_batches_of(s).iter().any(|m| m.sequences.is_known()) {
         sequence_fields(&s.sequences, &mut f);
     }
     f
@@ -104,7 +104,8 @@ fn sequence_fields(q: &Sequences, f: &mut Vec<(&'static str, String)>) {
 fn rows(job: &Job) -> impl Iterator<Item = Vec<(&'static str, String)>> + '_ {
     job.workers.iter().flat_map(|w| {
         w.steps.iter().flat_map(move |s| {
-            std::iter::once(step_fields(w, s)).chain(s.micro_batches.iter().map(move |mb| micro_batch_fields(w, s, mb)))
+            std::iter::once(step_fields(w, s))
+                .chain(w.micro_batches_of(s).iter().map(move |mb| micro_batch_fields(w, s, mb)))
         })
     })
 }

@@ -6,7 +6,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::{Deserialize, Serialize};
 
-use seqskew_core::model::{Job, Nanos, SpanKind, WorkerStep};
+use seqskew_core::model::{Job, MicroBatch, Nanos, SpanKind, WorkerStep};
 use seqskew_core::schedule::one_f_one_b_order;
 
 use crate::common::{self, DESC_SIZE, Keyed, LABEL_SIZE, anchored, err, short};
@@ -71,12 +71,12 @@ type RawPass = (u32, bool, Nanos, Nanos);
 /// stretch of a micro-batch's compute is its forward, the rest its backward; one contiguous
 /// stretch is split in the ratio of its forward to backward time), else laid out in 1F1B
 /// order from the micro-batches' durations. Returns whether they were measured.
-fn passes_of(ws: &WorkerStep, stages: usize, stage: usize) -> (Vec<RawPass>, bool) {
+fn passes_of(ws: &WorkerStep, micro_batches: &[MicroBatch], stages: usize, stage: usize) -> (Vec<RawPass>, bool) {
     let is_compute = |k: SpanKind| matches!(k, SpanKind::Compute | SpanKind::Attention);
     let tagged = ws.spans.iter().any(|s| s.micro_batch.is_some() && is_compute(s.kind));
     let mut out = Vec::new();
     if tagged {
-        for mb in &ws.micro_batches {
+        for mb in micro_batches {
             // Stretches of this micro-batch's compute not interrupted by another's compute.
             let mut runs: Vec<(Nanos, Nanos, Nanos)> = Vec::new(); // (start, end, busy)
             let mut open = false;
@@ -120,8 +120,8 @@ fn passes_of(ws: &WorkerStep, stages: usize, stage: usize) -> (Vec<RawPass>, boo
         return (out, true);
     }
     let mut cursor = ws.start;
-    for (m, backward) in one_f_one_b_order(stages, stage, ws.micro_batches.len()) {
-        let Some(mb) = ws.micro_batches.get(m) else { continue };
+    for (m, backward) in one_f_one_b_order(stages, stage, micro_batches.len()) {
+        let Some(mb) = micro_batches.get(m) else { continue };
         let start = if backward { cursor } else { cursor.max(mb.start.unwrap_or(cursor)) };
         let end = start.saturating_add(if backward { mb.backward } else { mb.forward });
         out.push((mb.id, backward, start, end));
@@ -139,7 +139,8 @@ pub fn pipeline_data(job: &Job, step: u64, replica: usize) -> Option<PipelineDat
     pp.dedup();
     let stage_of = |pp_coord: Option<u32>| pp_coord.and_then(|p| pp.binary_search(&p).ok()).unwrap_or(0);
     let stages = pp.len().max(1);
-    let mut rows: Vec<(usize, usize, &WorkerStep)> = Vec::new();
+    // (stage, worker, its step, the step's micro-batches)
+    let mut rows: Vec<(usize, usize, &WorkerStep, &[MicroBatch])> = Vec::new();
     for stage in 0..stages {
         let mut candidates: Vec<(usize, &WorkerStep)> = job
             .workers
@@ -155,23 +156,23 @@ pub fn pipeline_data(job: &Job, step: u64, replica: usize) -> Option<PipelineDat
             .find(|(i, _)| job.workers.get(*i).and_then(|w| w.coords.dp) == Some(replica as u32))
             .or_else(|| candidates.get(replica));
         if let Some(&(i, ws)) = chosen
-            && !ws.micro_batches.is_empty()
+            && let Some(micro_batches) = job.workers.get(i).map(|w| w.micro_batches_of(ws)).filter(|m| !m.is_empty())
         {
-            rows.push((stage, i, ws));
+            rows.push((stage, i, ws, micro_batches));
         }
     }
     let origin = rows.iter().map(|r| r.2.start).min()?;
-    let computes: Vec<f64> = rows.iter().flat_map(|r| &r.2.micro_batches).map(|m| m.compute() as f64 / 1e6).collect();
+    let computes: Vec<f64> = rows.iter().flat_map(|r| r.3).map(|m| m.compute() as f64 / 1e6).collect();
     let mean_compute = computes.iter().sum::<f64>() / computes.len().max(1) as f64;
     let ms = |t: Nanos| t.saturating_sub(origin) as f64 / 1e6;
     let mut measured = true;
     let rows = rows
         .into_iter()
-        .map(|(stage, worker, ws)| {
-            let (raw, m) = passes_of(ws, stages, stage);
+        .map(|(stage, worker, ws, micro_batches)| {
+            let (raw, m) = passes_of(ws, micro_batches, stages, stage);
             measured &= m;
             let relative = |id: u32| {
-                let c = ws.micro_batches.iter().find(|m| m.id == id).map_or(0.0, |m| m.compute() as f64 / 1e6);
+                let c = micro_batches.iter().find(|m| m.id == id).map_or(0.0, |m| m.compute() as f64 / 1e6);
                 if mean_compute > 0.0 { c / mean_compute } else { 1.0 }
             };
             let w = job.workers.get(worker);

@@ -296,7 +296,7 @@ fn micro(id: u32, start_ms: i64, forward_ms: i64, backward_ms: i64) -> MicroBatc
 
 /// Stage 0 runs F0 [0,10] F1 [10,25] B0 [30,50] B1 [60,90]; stage 1 runs F0+B0 [12,42] and
 /// F1+B1 [42,72] as one span each (split 1 : 2). Micro-batch 1 on stage 0 is the long one.
-fn worker_step(stage: u32, number: u64, offset_ms: i64) -> WorkerStep {
+fn worker_step(stage: u32, number: u64, offset_ms: i64) -> (WorkerStep, Vec<MicroBatch>) {
     use SpanKind::*;
     let (spans, micro_batches) = if stage == 0 {
         (
@@ -328,25 +328,30 @@ fn worker_step(stage: u32, number: u64, offset_ms: i64) -> WorkerStep {
         .into_iter()
         .map(|m| MicroBatch { start: m.start.map(|s| T0 + offset_ms * MS + s), ..m })
         .collect();
-    WorkerStep {
+    let step = WorkerStep {
         step: number,
         start: T0 + offset_ms * MS,
         duration: 100 * MS,
         spans: spans.into_iter().map(shift).collect(),
-        micro_batches,
         ..WorkerStep::default()
-    }
+    };
+    (step, micro_batches)
 }
 
 fn job() -> Job {
     Job {
         workers: (0..2u32)
-            .map(|stage| Worker {
-                rank: stage,
-                coords: Coords { dp: Some(0), pp: Some(stage), tp: None, cp: None },
-                host: None,
-                source: "inline".into(),
-                steps: vec![worker_step(stage, 1, 0), worker_step(stage, 2, 100)],
+            .map(|stage| {
+                let mut worker = Worker {
+                    rank: stage,
+                    coords: Coords { dp: Some(0), pp: Some(stage), tp: None, cp: None },
+                    source: "inline".into(),
+                    ..Worker::default()
+                };
+                for (step, micro_batches) in [worker_step(stage, 1, 0), worker_step(stage, 2, 100)] {
+                    worker.push_step(step, micro_batches, []);
+                }
+                worker
             })
             .collect(),
     }

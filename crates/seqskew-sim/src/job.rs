@@ -47,8 +47,12 @@ pub fn revealed(config: &Config, bin: &[u32]) -> Sequences {
     }
 }
 
-/// One worker's step in the model.
-pub fn worker_step(config: &Config, step: &SimStep, group: &GroupStep) -> WorkerStep {
+/// One worker's step in the model, with its micro-batches and collectives.
+pub fn worker_step(
+    config: &Config,
+    step: &SimStep,
+    group: &GroupStep,
+) -> (WorkerStep, Vec<MicroBatch>, Vec<Collective>) {
     let mut pieces = Vec::with_capacity(group.ops.len() * 2);
     let mut micro: Vec<MicroBatch> = Vec::new();
     let mut collectives = Vec::new();
@@ -95,17 +99,17 @@ pub fn worker_step(config: &Config, step: &SimStep, group: &GroupStep) -> Worker
     for mb in &micro {
         sequences.merge(&mb.sequences);
     }
-    WorkerStep {
+    let worker_step = WorkerStep {
         step: step.number,
         start: step.start,
         duration: step.end - step.start,
         spans,
         totals,
-        micro_batches: micro,
-        collectives,
         transfer: None,
         sequences,
-    }
+        ..WorkerStep::default()
+    };
+    (worker_step, micro, collectives)
 }
 
 /// The whole job in the model.
@@ -119,15 +123,17 @@ pub fn to_job(config: &Config, steps: &[SimStep]) -> Job {
                 host: Some(host_of(rank)),
                 source: "simulation".to_owned(),
                 steps: Vec::with_capacity(steps.len()),
+                micro_batches: Vec::with_capacity(steps.len() * config.micro_batches as usize),
+                ..Worker::default()
             })
             .collect(),
     };
     for step in steps {
-        let per_group: Vec<WorkerStep> = step.groups.iter().map(|g| worker_step(config, step, g)).collect();
+        let per_group: Vec<_> = step.groups.iter().map(|g| worker_step(config, step, g)).collect();
         for w in &mut job.workers {
             let g = (w.coords.pp.unwrap_or(0) * config.dp + w.coords.dp.unwrap_or(0)) as usize;
-            if let Some(ws) = per_group.get(g) {
-                w.steps.push(ws.clone());
+            if let Some((ws, micro_batches, collectives)) = per_group.get(g) {
+                w.push_step(ws.clone(), micro_batches.iter().cloned(), collectives.iter().copied());
             }
         }
     }

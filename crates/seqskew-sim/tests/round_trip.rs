@@ -52,7 +52,7 @@ fn digest(job: &Job, carries: Carries) -> String {
             )
             .unwrap();
             if carries.micro_batches {
-                for m in &s.micro_batches {
+                for m in w.micro_batches_of(s) {
                     write!(out, " | mb{} {} {} {:?}", m.id, us(m.forward), us(m.backward), m.sequences.lengths)
                         .unwrap();
                 }
@@ -115,11 +115,12 @@ fn check(config: &Config) {
     // when the step has no micro-batch sequences.
     let listed =
         |rows: &[u8]| rows.split(|&b| b == b'\n').filter(|r| r.windows(9).any(|w| w == b"\"lengths\"")).count();
-    let with_lengths = |s: &seqskew_core::model::WorkerStep| {
-        let mbs = s.micro_batches.iter().filter(|m| !m.sequences.lengths.is_empty()).count();
+    let with_lengths = |w: &seqskew_core::model::Worker, s: &seqskew_core::model::WorkerStep| {
+        let mbs = w.micro_batches_of(s).iter().filter(|m| !m.sequences.lengths.is_empty()).count();
         if mbs > 0 { mbs } else { usize::from(!s.sequences.lengths.is_empty()) }
     };
-    let expected_lists: usize = expected.workers.iter().flat_map(|w| &w.steps).map(with_lengths).sum();
+    let expected_lists: usize =
+        expected.workers.iter().flat_map(|w| w.steps.iter().map(move |s| with_lengths(w, s))).sum();
     assert_eq!(listed(&jsonl), expected_lists, "rows listing lengths");
     same(&digest(&imported(vec![("log.jsonl".into(), jsonl)]), EVERYTHING), &want, "step log jsonl");
     let mut csv = Vec::new();

@@ -237,11 +237,11 @@ impl CellColumns {
     }
 
     /// Sets cell `i` from its worker-step (all but where its micro-batches are).
-    fn set(&mut self, i: usize, s: &WorkerStep) {
+    fn set(&mut self, i: usize, w: &Worker, s: &WorkerStep) {
         let put = |column: &mut Vec<Nanos>, v: Nanos| column.get_mut(i).into_iter().for_each(|x| *x = v);
         let t = &s.totals;
         let communication = t.communication();
-        let p2p = s.p2p_time();
+        let p2p = w.p2p_time(s);
         self.present.get_mut(i).into_iter().for_each(|x| *x = true);
         self.seq.set(i, &s.sequences);
         put(&mut self.duration, s.duration);
@@ -582,24 +582,29 @@ fn bounds(steps: &[u64], range: Range<usize>) -> Option<(u64, u64)> {
     Some((*steps.get(range.start)?, *steps.get(range.end.checked_sub(1)?)?))
 }
 
-/// Calls `visit(i, worker_step)` for each cell `i` of `steps[range]` that a worker has. The model
+/// Calls `visit(i, worker, step)` for each cell `i` of `steps[range]` that a worker has. The model
 /// holds each worker's steps one after another, the table each step's workers: a transpose.
 /// Made a tile of steps at a time, worker by worker, each worker's steps are read in memory
 /// order while the tile's rows of the table stay in the cache until every worker has written
 /// its cell of them.
-fn each_cell<'a>(job: &'a Job, steps: &[u64], range: Range<usize>, mut visit: impl FnMut(usize, &'a WorkerStep)) {
+fn each_cell<'a>(
+    job: &'a Job,
+    steps: &[u64],
+    range: Range<usize>,
+    mut visit: impl FnMut(usize, &'a Worker, &'a WorkerStep),
+) {
     let Some((first, last)) = bounds(steps, range.clone()) else { return };
     let width = job.workers.len();
     let mut stretches: Vec<&[WorkerStep]> = job.workers.iter().map(|w| stretch(w, first, last)).collect();
     for (tile_index, tile) in steps.get(range).unwrap_or_default().chunks(TILE).enumerate() {
-        for (w, rest) in stretches.iter_mut().enumerate() {
+        for (w, (worker, rest)) in job.workers.iter().zip(stretches.iter_mut()).enumerate() {
             for (t, step) in tile.iter().enumerate() {
                 while rest.first().is_some_and(|s| s.step < *step) {
                     *rest = rest.get(1..).unwrap_or_default();
                 }
                 let Some(s) = rest.first().filter(|s| s.step == *step) else { continue };
                 *rest = rest.get(1..).unwrap_or_default();
-                visit((tile_index * TILE + t) * width + w, s);
+                visit((tile_index * TILE + t) * width + w, worker, s);
             }
         }
     }
@@ -613,7 +618,7 @@ const TILE: usize = 32;
 /// among the cells.
 fn place_micro_batches(job: &Job, steps: &[u64], range: Range<usize>, cells: &mut CellColumns) -> SequenceKnowledge {
     let mut knowledge = SequenceKnowledge::default();
-    each_cell(job, steps, range, |i, s| {
+    each_cell(job, steps, range, |i, _, s| {
         knowledge = knowledge.max(s.sequences.knowledge);
         if let Some(n) = cells.micro_batch_end.get_mut(i) {
             *n = u32::try_from(s.micro_batches.len()).unwrap_or(u32::MAX);
@@ -632,12 +637,12 @@ fn place_micro_batches(job: &Job, steps: &[u64], range: Range<usize>, cells: &mu
 /// their micro-batches where [`place_micro_batches`] put them.
 fn fill(job: &Job, steps: &[u64], range: Range<usize>, part: &mut Part) {
     let Part { cells, micro_batches, .. } = part;
-    each_cell(job, steps, range, |i, s| {
+    each_cell(job, steps, range, |i, worker, s| {
         let start = cells.micro_batch_start.get(i).copied().unwrap_or(0);
-        for (m, at) in s.micro_batches.iter().zip(start as usize..) {
+        for (m, at) in worker.micro_batches_of(s).iter().zip(start as usize..) {
             micro_batches.set(at, m);
         }
-        cells.set(i, s);
+        cells.set(i, worker, s);
     });
 }
 
@@ -716,16 +721,14 @@ mod tests {
         use crate::model::MicroBatch;
         // Worker 0 has steps 1–3, worker 1 steps 2, 4 and 5 (a gap); micro-batch forward times
         // say which worker-step each came from.
-        let step = |step: u64, tag: i64| WorkerStep {
-            step,
-            duration: tag,
-            micro_batches: vec![MicroBatch { forward: tag, ..MicroBatch::default() }; 2],
-            ..WorkerStep::default()
+        let step = |step: u64, tag: i64| {
+            let micro_batches = vec![MicroBatch { forward: tag, ..MicroBatch::default() }; 2];
+            (WorkerStep { step, duration: tag, ..WorkerStep::default() }, micro_batches, [])
         };
         let job = Job {
             workers: vec![
-                Worker { rank: 0, steps: vec![step(1, 10), step(2, 20), step(3, 30)], ..Worker::default() },
-                Worker { rank: 1, steps: vec![step(2, 21), step(4, 41), step(5, 51)], ..Worker::default() },
+                Worker { rank: 0, ..Worker::default() }.with_steps([step(1, 10), step(2, 20), step(3, 30)]),
+                Worker { rank: 1, ..Worker::default() }.with_steps([step(2, 21), step(4, 41), step(5, 51)]),
             ],
         };
         let f = build(&job);
@@ -763,20 +766,16 @@ mod tests {
         let has = |w: u64, s: u64| s % (w + 2) != 1;
         let job = Job {
             workers: (0..3)
-                .map(|w| Worker {
-                    rank: w as u32,
-                    steps: (0..steps)
-                        .filter(|&s| has(w, s))
-                        .map(|s| WorkerStep {
-                            step: s,
-                            duration: tag(w, s),
-                            micro_batches: (0..s % 3)
-                                .map(|m| MicroBatch { forward: tag(w, s) * 10 + m as i64, ..MicroBatch::default() })
-                                .collect(),
-                            ..WorkerStep::default()
-                        })
-                        .collect(),
-                    ..Worker::default()
+                .map(|w| {
+                    Worker { rank: w as u32, ..Worker::default() }.with_steps((0..steps).filter(|&s| has(w, s)).map(
+                        |s| {
+                            let micro_batches = (0..s % 3).map(move |m| MicroBatch {
+                                forward: tag(w, s) * 10 + m as i64,
+                                ..MicroBatch::default()
+                            });
+                            (WorkerStep { step: s, duration: tag(w, s), ..WorkerStep::default() }, micro_batches, [])
+                        },
+                    ))
                 })
                 .collect(),
         };
@@ -809,17 +808,13 @@ mod tests {
         let step = |step: u64, attention: Option<i64>, tokens: u64| {
             let mut sequences = Sequences::from_bounds(2, tokens, tokens as u32);
             sequences.attention = attention;
-            WorkerStep {
-                step,
-                micro_batches: vec![MicroBatch { sequences: sequences.clone(), ..MicroBatch::default() }],
-                sequences,
-                ..WorkerStep::default()
-            }
+            let micro_batches = [MicroBatch { sequences: sequences.clone(), ..MicroBatch::default() }];
+            (WorkerStep { step, sequences, ..WorkerStep::default() }, micro_batches, [])
         };
         let job = Job {
             workers: vec![
-                Worker { rank: 0, steps: vec![step(1, Some(10), 100), step(2, Some(30), 300)], ..Worker::default() },
-                Worker { rank: 1, steps: vec![step(1, None, 100), step(2, None, 300)], ..Worker::default() },
+                Worker { rank: 0, ..Worker::default() }.with_steps([step(1, Some(10), 100), step(2, Some(30), 300)]),
+                Worker { rank: 1, ..Worker::default() }.with_steps([step(1, None, 100), step(2, None, 300)]),
             ],
         };
         let f = build(&job);

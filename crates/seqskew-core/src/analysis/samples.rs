@@ -152,28 +152,19 @@ mod tests {
             if known { Sequences::from_lengths(SequenceKnowledge::Exact, vec![i as u32]) } else { Sequences::default() }
         };
         let workers = (0..width)
-            .map(|w| Worker {
-                rank: w as u32,
-                steps: (0..3)
-                    .map(|step| (step, step as usize * width + w))
-                    .filter(|&(_, i)| i < n && i % 11 != 0)
-                    .map(|(step, i)| {
-                        let mut totals = KindTotals::default();
-                        totals.add(SpanKind::Compute, (i % 5) as Nanos);
-                        WorkerStep {
-                            step,
-                            totals,
-                            sequences: tokens(i % 3 != 0, i),
-                            micro_batches: vec![MicroBatch {
-                                forward: (i % 7) as Nanos,
-                                sequences: tokens(i % 2 == 0, i),
-                                ..MicroBatch::default()
-                            }],
-                            ..WorkerStep::default()
-                        }
-                    })
-                    .collect(),
-                ..Worker::default()
+            .map(|w| {
+                let steps = (0..3).map(|step| (step, step as usize * width + w)).filter(|&(_, i)| i < n && i % 11 != 0);
+                Worker { rank: w as u32, ..Worker::default() }.with_steps(steps.map(|(step, i)| {
+                    let mut totals = KindTotals::default();
+                    totals.add(SpanKind::Compute, (i % 5) as Nanos);
+                    let micro_batch = MicroBatch {
+                        forward: (i % 7) as Nanos,
+                        sequences: tokens(i % 2 == 0, i),
+                        ..MicroBatch::default()
+                    };
+                    let step = WorkerStep { step, totals, sequences: tokens(i % 3 != 0, i), ..WorkerStep::default() };
+                    (step, [micro_batch], [])
+                }))
             })
             .collect();
         let frame = frame::build(&Job { workers });

@@ -69,7 +69,8 @@ fn replica_workers(frame: &Frame, step: usize) -> Vec<Option<usize>> {
 /// Worker `wi`'s documents in one step: per micro-batch (one bin when unknown).
 fn replica_documents(job: &Job, frame: &Frame, step: usize, wi: usize) -> Option<Vec<Vec<u32>>> {
     let number = frame.steps.get(step).copied()?;
-    let steps = &job.workers.get(wi)?.steps;
+    let worker = job.workers.get(wi)?;
+    let steps = &worker.steps;
     // The first of the worker's steps with that number, as the table took it: where a worker
     // has every step, the table's own index (a search would read a dozen cold steps).
     let at = match steps.get(step) {
@@ -82,7 +83,7 @@ fn replica_documents(job: &Job, frame: &Frame, step: usize, wi: usize) -> Option
         _ => steps.partition_point(|s| s.step < number),
     };
     let ws = steps.get(at).filter(|s| s.step == number)?;
-    let per_mb: Vec<Vec<u32>> = ws.micro_batches.iter().map(|m| m.sequences.lengths.clone()).collect();
+    let per_mb: Vec<Vec<u32>> = worker.micro_batches_of(ws).iter().map(|m| m.sequences.lengths.clone()).collect();
     if !per_mb.is_empty() && per_mb.iter().all(|l| !l.is_empty()) {
         Some(per_mb)
     } else if !ws.sequences.lengths.is_empty() {

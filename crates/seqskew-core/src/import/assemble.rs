@@ -25,13 +25,13 @@ pub fn shift_worker(worker: &mut Worker, delta: Nanos) {
         for span in &mut step.spans {
             span.start = span.start.saturating_add(delta);
         }
-        for c in &mut step.collectives {
-            c.start = c.start.saturating_add(delta);
-            c.end = c.end.saturating_add(delta);
-        }
-        for mb in &mut step.micro_batches {
-            mb.start = mb.start.map(|s| s.saturating_add(delta));
-        }
+    }
+    for c in &mut worker.collectives {
+        c.start = c.start.saturating_add(delta);
+        c.end = c.end.saturating_add(delta);
+    }
+    for mb in &mut worker.micro_batches {
+        mb.start = mb.start.map(|s| s.saturating_add(delta));
     }
 }
 
@@ -94,8 +94,8 @@ fn assemble_workers(all: impl Iterator<Item = Worker>) -> Assembled {
 
 /// When a worker-step ends on every rank at once (all leave the step's last collective
 /// together), the end of its last collective, else the step's end, is the anchor.
-fn anchor(step: &crate::model::WorkerStep) -> Nanos {
-    step.collectives.iter().map(|c| c.end).max().unwrap_or(step.start + step.duration)
+fn anchor(worker: &Worker, step: &crate::model::WorkerStep) -> Nanos {
+    worker.collectives_of(step).iter().map(|c| c.end).max().unwrap_or(step.start + step.duration)
 }
 
 /// Aligns the clocks of workers from different files on different (or unknown) hosts to the
@@ -104,7 +104,7 @@ fn align_clocks(workers: &mut [Worker], diagnostics: &mut Vec<Diagnostic>) {
     let Some((reference, rest)) = workers.split_first_mut() else {
         return;
     };
-    let ref_anchors: BTreeMap<u64, Nanos> = reference.steps.iter().map(|s| (s.step, anchor(s))).collect();
+    let ref_anchors: BTreeMap<u64, Nanos> = reference.steps.iter().map(|s| (s.step, anchor(reference, s))).collect();
     let ref_step_len = median(reference.steps.iter().map(|s| s.duration).collect()).unwrap_or(0);
     let mut largest: Nanos = 0;
     for worker in rest {
@@ -113,7 +113,7 @@ fn align_clocks(workers: &mut [Worker], diagnostics: &mut Vec<Diagnostic>) {
             continue;
         }
         let diffs: Vec<Nanos> =
-            worker.steps.iter().filter_map(|s| ref_anchors.get(&s.step).map(|&a| a - anchor(s))).collect();
+            worker.steps.iter().filter_map(|s| ref_anchors.get(&s.step).map(|&a| a - anchor(worker, s))).collect();
         let Some(offset) = median(diffs) else {
             continue;
         };
@@ -159,7 +159,7 @@ pub fn measure_transfers(workers: &mut [Worker]) {
                 continue;
             }
             durations.entry(s.step).or_default().push(s.duration);
-            let own = s.collectives.iter().filter(|c| !c.op.is_point_to_point());
+            let own = w.collectives_of(s).iter().filter(|c| !c.op.is_point_to_point());
             let ordinals = by_step.entry(s.step).or_default();
             for (k, c) in own.enumerate() {
                 if ordinals.len() <= k {
@@ -267,11 +267,22 @@ mod tests {
 
     #[test]
     fn aligns_other_clocks_and_reports_missing_steps() {
+        use crate::model::{Collective, CollectiveOp, MicroBatch};
         let a = file(vec![worker(0, "a", &[(1, 0), (2, 100), (3, 200)])]);
-        let b = file(vec![worker(1, "b", &[(1, 5_000_000), (3, 5_000_200)])]);
-        let out = assemble(&[a, b]);
-        let b_steps: Vec<Nanos> = out.job.workers[1].steps.iter().map(|s| s.start).collect();
+        // Worker b's first step has a micro-batch and a collective, which move with it.
+        let mut b = worker(1, "b", &[(3, 5_000_200)]);
+        let first = WorkerStep { step: 1, start: 5_000_000, duration: 100, ..WorkerStep::default() };
+        let mb = MicroBatch { start: Some(5_000_010), ..MicroBatch::default() };
+        let call = Collective { start: 5_000_050, end: 5_000_100, op: CollectiveOp::AllReduce };
+        let later = std::mem::take(&mut b.steps);
+        b = b.with_steps([(first, vec![mb], vec![call])]);
+        b.steps.extend(later);
+        let out = assemble(&[a, file(vec![b])]);
+        let b = &out.job.workers[1];
+        let b_steps: Vec<Nanos> = b.steps.iter().map(|s| s.start).collect();
         assert_eq!(b_steps, vec![0, 200]);
+        let (mbs, calls) = (b.micro_batches_of(&b.steps[0]), b.collectives_of(&b.steps[0]));
+        assert_eq!((mbs[0].start, calls[0].start, calls[0].end), (Some(10), 50, 100));
         let messages: Vec<&str> = out.diagnostics.iter().map(|d| d.message.as_str()).collect();
         assert!(messages.iter().any(|m| m.contains("lacks 1 of the job's 3 steps (2)")), "{messages:?}");
         assert!(messages.iter().any(|m| m.contains("aligned")), "{messages:?}");

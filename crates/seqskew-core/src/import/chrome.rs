@@ -359,11 +359,14 @@ impl TraceBuilder for ChromeBuilder {
         for (((&(rank, coords, pid), records), spans), lengths) in
             identities.iter().zip(&records).zip(&spans).zip(&lengths)
         {
-            let steps = build_steps(records, spans, lengths);
             let rank = rank.unwrap_or_else(|| {
                 if coords == Coords::default() { u32::try_from(pid).unwrap_or(u32::MAX) } else { u32::MAX }
             });
-            workers.push(Worker { rank, coords, host: None, source: self.file.clone(), steps });
+            let mut worker = Worker { rank, coords, host: None, source: self.file.clone(), ..Worker::default() };
+            for (step, micro_batches, collectives) in build_steps(records, spans, lengths) {
+                worker.push_step(step, micro_batches, collectives);
+            }
+            workers.push(worker);
         }
         number_workers_by_coords(&mut workers);
         workers.sort_by_key(|w| w.rank);
@@ -385,8 +388,13 @@ fn number_workers_by_coords(workers: &mut [Worker]) {
     }
 }
 
-/// One worker's steps: windows from step spans, else from the extent of each step's events.
-fn build_steps(records: &[Record], spans: &[StepSpan], found: &[FoundLengths]) -> Vec<WorkerStep> {
+/// One worker's steps, in order, each with its micro-batches and collectives: windows from step
+/// spans, else from the extent of each step's events.
+fn build_steps(
+    records: &[Record],
+    spans: &[StepSpan],
+    found: &[FoundLengths],
+) -> Vec<(WorkerStep, Vec<MicroBatch>, Vec<Collective>)> {
     let mut windows: BTreeMap<u64, (Nanos, Nanos)> = BTreeMap::new();
     for s in spans {
         windows.entry(s.step).or_insert((s.start, s.end));
@@ -450,19 +458,19 @@ fn build_steps(records: &[Record], spans: &[StepSpan], found: &[FoundLengths]) -
         if attention > 0 {
             sequences.attention = Some(attention);
         }
-        steps.push(WorkerStep {
+        let step = WorkerStep {
             step,
             start,
             duration: end - start,
             spans: timeline,
             totals,
-            micro_batches: micro.into_values().collect(),
-            collectives,
             transfer: None,
             sequences,
-        });
+            ..WorkerStep::default()
+        };
+        steps.push((step, micro.into_values().collect(), collectives));
     }
-    steps.sort_by_key(|s| s.step);
+    steps.sort_by_key(|(s, _, _)| s.step);
     steps
 }
 

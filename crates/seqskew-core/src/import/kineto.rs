@@ -815,26 +815,27 @@ impl TraceBuilder for KinetoBuilder {
             }
             let mut list = collectives.get_mut(i).map(std::mem::take).unwrap_or_default();
             list.sort_by_key(|c| (c.start, c.end));
-            steps.push(WorkerStep {
+            let step = WorkerStep {
                 step: mark.number,
                 start,
                 duration: end - start,
                 spans,
                 totals,
-                micro_batches: Vec::new(),
-                collectives: list,
-                transfer: None,
                 sequences,
-            });
+                ..WorkerStep::default()
+            };
+            steps.push((step, list));
         }
-        steps.sort_by_key(|s| s.step);
+        steps.sort_by_key(|(s, _)| s.step);
         let mut worker = Worker {
             rank: rank.unwrap_or(u32::MAX),
             host: self.host.clone(),
             source: self.file.clone(),
-            steps,
             ..Worker::default()
         };
+        for (step, collectives) in steps {
+            worker.push_step(step, [], collectives);
+        }
         super::assemble::shift_worker(&mut worker, self.base_ns);
         vec![worker]
     }

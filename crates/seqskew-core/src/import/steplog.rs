@@ -252,9 +252,9 @@ impl Rows {
                 mbs.push(mb_row);
             }
             match build_step(step, row, mbs, clock, diags) {
-                Some(ws) => {
+                Some((ws, micro_batches, collectives)) => {
                     clock = ws.start + ws.duration;
-                    worker.steps.push(ws);
+                    worker.push_step(ws, micro_batches, collectives);
                 }
                 None => diags.push(Severity::Warning, None, format!("step {step} rank {rank} has no times; skipped")),
             }
@@ -263,14 +263,15 @@ impl Rows {
     }
 }
 
-/// A worker-step from its row and micro-batch rows. Steps without a start follow the previous.
+/// A worker-step, its micro-batches and collectives, from its row and micro-batch rows. Steps
+/// without a start follow the previous.
 fn build_step(
     step: u64,
     mut row: Option<Row>,
     mbs: Vec<Row>,
     clock: Nanos,
     diags: &mut DiagnosticSink,
-) -> Option<WorkerStep> {
+) -> Option<(WorkerStep, Vec<MicroBatch>, Vec<Collective>)> {
     let row_sequences = row.as_mut().map(Row::take_sequences);
     let micro_batches: Vec<MicroBatch> = mbs
         .into_iter()
@@ -349,7 +350,8 @@ fn build_step(
         .map(|p| vec![Collective { start, end: start + p, op: CollectiveOp::Recv }])
         .unwrap_or_default();
     let transfer = given("transfer_s");
-    Some(WorkerStep { step, start, duration, spans, totals, micro_batches, collectives, transfer, sequences })
+    let worker_step = WorkerStep { step, start, duration, spans, totals, transfer, sequences, ..WorkerStep::default() };
+    Some((worker_step, micro_batches, collectives))
 }
 
 /// A step log has no timeline, only totals: lay them out in the usual order of a step (data,
@@ -674,7 +676,7 @@ mod tests {
             .flat_map(|w| {
                 w.steps
                     .iter()
-                    .map(|s| (w.rank, s.step, s.duration, s.micro_batches.iter().map(|m| m.forward).collect()))
+                    .map(|s| (w.rank, s.step, s.duration, w.micro_batches_of(s).iter().map(|m| m.forward).collect()))
             })
             .collect();
         let second = 1_000_000_000;
