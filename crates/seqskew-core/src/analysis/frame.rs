@@ -158,15 +158,14 @@ impl SeqColumns {
         put(&mut self.sum_sq, s.sum_sq_estimate());
     }
 
-    /// Entries `range` (empty where out of bounds).
-    fn slice(&self, range: Range<usize>) -> SeqSlice<'_> {
+    fn all(&self) -> SeqSlice<'_> {
         SeqSlice {
-            known: run(&self.known, &range),
-            documents: run(&self.documents, &range),
-            tokens: run(&self.tokens, &range),
-            max_len: run(&self.max_len, &range),
-            sum_sq: run(&self.sum_sq, &range),
-            quadratic: run(&self.quadratic, &range),
+            known: &self.known,
+            documents: &self.documents,
+            tokens: &self.tokens,
+            max_len: &self.max_len,
+            sum_sq: &self.sum_sq,
+            quadratic: &self.quadratic,
         }
     }
 }
@@ -182,7 +181,19 @@ pub struct SeqSlice<'a> {
     quadratic: &'a [f64],
 }
 
-impl SeqSlice<'_> {
+impl<'a> SeqSlice<'a> {
+    /// Entries `range` (empty where out of bounds).
+    fn slice(&self, range: Range<usize>) -> SeqSlice<'a> {
+        SeqSlice {
+            known: run(self.known, &range),
+            documents: run(self.documents, &range),
+            tokens: run(self.tokens, &range),
+            max_len: run(self.max_len, &range),
+            sum_sq: run(self.sum_sq, &range),
+            quadratic: run(self.quadratic, &range),
+        }
+    }
+
     pub fn known(&self, i: usize) -> bool {
         self.known.get(i).copied().unwrap_or(false)
     }
@@ -254,10 +265,11 @@ impl CellColumns {
         put(&mut self.other, t.get(SpanKind::Other));
     }
 
-    /// Cells `range`, of part `part`.
-    fn rows(&self, part: u32, range: Range<usize>) -> Row<'_> {
+    /// Cells `range`, of part `part` whose micro-batches are `micro_batches`.
+    fn rows<'a>(&'a self, part: u32, range: Range<usize>, micro_batches: MicroBatchRun<'a>) -> Row<'a> {
         Row {
             part,
+            part_micro_batches: micro_batches,
             present: run(&self.present, &range),
             duration: run(&self.duration, &range),
             compute: run(&self.compute, &range),
@@ -267,7 +279,7 @@ impl CellColumns {
             transfer: run(&self.transfer, &range),
             stall: run(&self.stall, &range),
             other: run(&self.other, &range),
-            seq: self.seq.slice(range.clone()),
+            seq: self.seq.all().slice(range.clone()),
             micro_batch_start: run(&self.micro_batch_start, &range),
             micro_batch_end: run(&self.micro_batch_end, &range),
         }
@@ -292,6 +304,8 @@ pub struct Row<'a> {
     pub seq: SeqSlice<'a>,
     micro_batch_start: &'a [u32],
     micro_batch_end: &'a [u32],
+    /// All the micro-batches of the cells' part, which [`Row::micro_batch_span`] indexes.
+    pub part_micro_batches: MicroBatchRun<'a>,
 }
 
 impl<'a> Row<'a> {
@@ -337,10 +351,21 @@ impl<'a> Row<'a> {
         })
     }
 
-    /// Where cell `i`'s micro-batches are (see [`Frame::micro_batches_in`]).
+    /// Where cell `i`'s micro-batches are (see [`Frame::micro_batch_run`]).
     pub fn micro_batches(&self, i: usize) -> MicroBatchRange {
         let start = self.micro_batch_start.get(i).copied().unwrap_or(0);
         MicroBatchRange { part: self.part, start, end: self.micro_batch_end.get(i).copied().unwrap_or(start) }
+    }
+
+    /// Where cell `i`'s micro-batches are in [`Row::part_micro_batches`].
+    pub fn micro_batch_span(&self, i: usize) -> Range<usize> {
+        let MicroBatchRange { start, end, .. } = self.micro_batches(i);
+        start as usize..end.max(start) as usize
+    }
+
+    /// Cell `i`'s micro-batches, column by column.
+    pub fn micro_batch_run(&self, i: usize) -> MicroBatchRun<'a> {
+        self.part_micro_batches.slice(self.micro_batch_span(i))
     }
 
     /// The present cells, with their indices, in order.
@@ -375,13 +400,12 @@ impl MicroBatchColumns {
         self.seq.set(i, &m.sequences);
     }
 
-    /// Entries `range` (empty where out of bounds).
-    fn slice(&self, range: Range<usize>) -> MicroBatchRun<'_> {
+    fn all(&self) -> MicroBatchRun<'_> {
         MicroBatchRun {
-            forward: run(&self.forward, &range),
-            backward: run(&self.backward, &range),
-            attention: run(&self.attention, &range),
-            seq: self.seq.slice(range),
+            forward: &self.forward,
+            backward: &self.backward,
+            attention: &self.attention,
+            seq: self.seq.all(),
         }
     }
 }
@@ -396,6 +420,16 @@ pub struct MicroBatchRun<'a> {
 }
 
 impl<'a> MicroBatchRun<'a> {
+    /// Entries `range` (empty where out of bounds).
+    fn slice(&self, range: Range<usize>) -> MicroBatchRun<'a> {
+        MicroBatchRun {
+            forward: run(self.forward, &range),
+            backward: run(self.backward, &range),
+            attention: run(self.attention, &range),
+            seq: self.seq.slice(range),
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.forward.len()
     }
@@ -428,6 +462,13 @@ struct Part {
     micro_batches: MicroBatchColumns,
 }
 
+impl Part {
+    /// Cells `range`, this being part `k`.
+    fn rows(&self, k: u32, range: Range<usize>) -> Row<'_> {
+        self.cells.rows(k, range, self.micro_batches.all())
+    }
+}
+
 /// The job as a table.
 #[derive(Clone, Debug, Default)]
 pub struct Frame {
@@ -451,7 +492,7 @@ impl Frame {
         let found = self.parts.partition_point(|p| p.first_step <= step).checked_sub(1).and_then(|k| {
             let part = self.parts.get(k)?;
             let first = step.checked_sub(part.first_step)?.checked_mul(width)?;
-            (first < part.cells.present.len()).then(|| part.cells.rows(k as u32, first..first + width))
+            (first < part.cells.present.len()).then(|| part.rows(k as u32, first..first + width))
         });
         found.unwrap_or_default()
     }
@@ -468,7 +509,7 @@ impl Frame {
 
     /// Every part's cells as one run, step by step, each step's in worker order.
     fn all_rows(&self) -> impl Iterator<Item = Row<'_>> + Clone + '_ {
-        self.parts.iter().zip(0u32..).map(|(part, k)| part.cells.rows(k, 0..part.cells.present.len()))
+        self.parts.iter().zip(0u32..).map(|(part, k)| part.rows(k, 0..part.cells.present.len()))
     }
 
     /// Every cell, step by step, each step's in worker order.
@@ -483,21 +524,13 @@ impl Frame {
 
     /// A cell's micro-batches, in order.
     pub fn micro_batches_of(&self, cell: &Cell) -> impl ExactSizeIterator<Item = MicroBatchCell> + Clone + use<'_> {
-        self.micro_batches_in(cell.micro_batches)
-    }
-
-    /// The micro-batches in a range, in order.
-    pub fn micro_batches_in(
-        &self,
-        range: MicroBatchRange,
-    ) -> impl ExactSizeIterator<Item = MicroBatchCell> + Clone + '_ {
-        self.micro_batch_run(range).iter()
+        self.micro_batch_run(cell.micro_batches).iter()
     }
 
     /// The micro-batches in a range, column by column.
     pub fn micro_batch_run(&self, range: MicroBatchRange) -> MicroBatchRun<'_> {
         let MicroBatchRange { part, start, end } = range;
-        let columns = self.parts.get(part as usize).map(|p| &p.micro_batches);
+        let columns = self.parts.get(part as usize).map(|p| p.micro_batches.all());
         columns.map(|c| c.slice(start as usize..end.max(start) as usize)).unwrap_or_default()
     }
 }
@@ -792,6 +825,11 @@ mod tests {
                 let expected: Vec<i64> =
                     if has(w, s) { (0..s % 3).map(|m| tag(w, s) * 10 + m as i64).collect() } else { Vec::new() };
                 assert_eq!(forwards, expected, "step {s} worker {w}");
+                // The same through the row's view of its part's micro-batches.
+                let row = f.row(si);
+                assert_eq!(row.micro_batch_run(w as usize).forward, expected, "step {s} worker {w}");
+                let span = row.micro_batch_span(w as usize);
+                assert_eq!(row.part_micro_batches.forward.get(span), Some(&expected[..]), "step {s} worker {w}");
                 in_order.extend(expected);
             }
         }

@@ -148,10 +148,11 @@ fn step_factors(step: &StepSlots, stages: usize, dps: usize) -> StepFactors {
         .collect();
     let pairs = (lesser.len() == computes.len()).then(|| median(&lesser)).filter(|m| *m > 0.0);
     for (p, row_computes) in computes.iter().enumerate() {
-        let row: Vec<Option<Slot<'_>>> = step.stage(p).collect();
         let stage_values: Vec<f64> = row_computes.iter().flatten().copied().collect();
         let (stage_level, typical) = match (pairs, lesser.get(p)) {
             (Some(typical), Some(&l)) => (l, typical),
+            // A single stage's median is the one already taken.
+            _ if computes.len() == 1 => (overall, overall),
             _ => (median(&stage_values), overall),
         };
         if typical > 0.0
@@ -162,10 +163,10 @@ fn step_factors(step: &StepSlots, stages: usize, dps: usize) -> StepFactors {
         }
         // A worker's own speed: its compute against what its data should cost (when the cost
         // model says), else against its stage's level — so drawing heavy data is not slowness.
-        let present = || row.iter().zip(row_computes).filter_map(|(s, c)| s.as_ref().zip(*c));
+        let present = || step.stage(p).zip(row_computes).filter_map(|(s, c)| s.zip(*c));
         let expected: Option<Vec<f64>> = present().map(|(s, c)| s.expected.map(|e| c / e.max(1.0))).collect();
         let typical = expected.as_ref().map(|r| mean(r));
-        for (d, (s, c)) in row.iter().zip(row_computes).enumerate().take(dps) {
+        for (d, (s, c)) in step.stage(p).zip(row_computes).enumerate().take(dps) {
             let (Some(s), Some(c)) = (s, *c) else { continue };
             let ratio = match (typical, s.expected) {
                 (Some(t), Some(e)) if t > 0.0 => Some(c / e.max(1.0) / t),

@@ -60,7 +60,7 @@ fn count(frame: &Frame, si: usize) -> Counts {
         let (known, usable) = kinds(row.seq.known(i), compute);
         n.known_cells += usize::from(known);
         n.cell_costs += usize::from(usable);
-        let mbs = frame.micro_batch_run(row.micro_batches(i));
+        let mbs = row.micro_batch_run(i);
         for (m, (&f, &b)) in mbs.forward.iter().zip(mbs.backward).enumerate() {
             let (known, usable) = kinds(mbs.seq.known(m), f + b);
             n.known_micro_batches += usize::from(known);
@@ -100,7 +100,7 @@ pub fn take(frame: &Frame) -> Samples {
                 if usable {
                     cell_costs.offer(|| (row.seq.get(i), compute as f64));
                 }
-                let mbs = frame.micro_batch_run(row.micro_batches(i));
+                let mbs = row.micro_batch_run(i);
                 for (m, (&f, &b)) in mbs.forward.iter().zip(mbs.backward).enumerate() {
                     let (known, usable) = kinds(mbs.seq.known(m), f + b);
                     if known {

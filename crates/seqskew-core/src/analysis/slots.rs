@@ -197,11 +197,16 @@ pub struct FromFrame<'a> {
     frame: &'a Frame,
     fit: Option<&'a Fit>,
     mb_fit: Option<&'a Fit>,
+    /// Each worker's slot (`stage × dps + dp`), in worker order: looked up for every cell.
+    slot_of: Vec<usize>,
 }
 
 impl<'a> FromFrame<'a> {
     pub fn new(frame: &'a Frame, fit: Option<&'a Fit>, mb_fit: Option<&'a Fit>) -> Self {
-        FromFrame { frame, fit: fit.filter(|f| f.usable()), mb_fit: mb_fit.filter(|f| f.usable()) }
+        let dps = frame.dp_size.max(1);
+        // A worker beyond the data-parallel width (none, as the table is made) has no slot.
+        let slot_of = frame.slots.iter().map(|s| if s.dp < dps { s.stage * dps + s.dp } else { usize::MAX }).collect();
+        FromFrame { frame, fit: fit.filter(|f| f.usable()), mb_fit: mb_fit.filter(|f| f.usable()), slot_of }
     }
 }
 
@@ -221,16 +226,16 @@ impl Steps for FromFrame<'_> {
         // The busiest replica of each slot (the first of equals): (worker, its work).
         let mut best: Vec<Option<(usize, Nanos)>> = vec![None; stages * dps];
         let mut measured = 0.0f64;
-        for (wi, ((work, &duration), slot)) in row.works().zip(row.duration).zip(&frame.slots).enumerate() {
+        for (wi, ((work, &duration), &slot)) in row.works().zip(row.duration).zip(&self.slot_of).enumerate() {
             let Some(work) = work else { continue };
             measured = measured.max(duration as f64);
-            if let Some(b) = best.get_mut(slot.stage * dps + slot.dp).filter(|_| slot.dp < dps)
+            if let Some(b) = best.get_mut(slot)
                 && b.is_none_or(|(_, most)| work > most)
             {
                 *b = Some((wi, work));
             }
         }
-        let mut counts = best.iter().flatten().map(|&(wi, _)| row.micro_batches(wi).len());
+        let mut counts = best.iter().flatten().map(|&(wi, _)| row.micro_batch_span(wi).len());
         let first = counts.next();
         let uniform = first.is_some_and(|n| n > 0 && counts.all(|m| m == n));
         out.reset(stages, dps, if uniform { first.unwrap_or(1) } else { 1 });
@@ -239,17 +244,22 @@ impl Steps for FromFrame<'_> {
         let mut measured_transfer: Vec<Option<f64>> = Vec::with_capacity(stages);
         let mut transfers = Vec::new();
         let at = |column: &[Nanos], wi: usize| column.get(wi).copied().unwrap_or(0) as f64;
+        let mbs = row.part_micro_batches;
         for (p, stage) in best.chunks(dps).enumerate() {
             let mut present = 0usize;
             transfers.clear();
             for (d, &(wi, _)) in stage.iter().enumerate().filter_map(|(d, b)| Some((d, b.as_ref()?))) {
                 present += 1;
                 transfers.extend(row.transfer.get(wi).copied().flatten().map(|t| t as f64));
-                let mbs = frame.micro_batch_run(row.micro_batches(wi));
+                // Its micro-batches are read from the part's columns directly (this runs for
+                // every worker-step, twice).
+                let span = row.micro_batch_span(wi);
                 let compute = at(row.compute, wi);
                 let passes = out.passes_mut((p, d));
                 if uniform {
-                    for ((pass, &f), &b) in passes.iter_mut().zip(mbs.forward).zip(mbs.backward) {
+                    let forward = mbs.forward.get(span.clone()).unwrap_or_default();
+                    let backward = mbs.backward.get(span.clone()).unwrap_or_default();
+                    for ((pass, &f), &b) in passes.iter_mut().zip(forward).zip(backward) {
                         *pass = (f as f64, b as f64);
                     }
                 } else if let Some(pass) = passes.first_mut() {
@@ -260,8 +270,8 @@ impl Steps for FromFrame<'_> {
                 let comm = at(row.collectives, wi);
                 let expected = self.fit.filter(|_| row.seq.known(wi)).map(|f| f.predict(&row.seq.get(wi)));
                 out.set((p, d), at(row.stall, wi), tail, comm, expected);
-                if let Some(f) = self.mb_fit.filter(|_| uniform && (0..mbs.len()).all(|m| mbs.seq.known(m))) {
-                    for (m, e) in out.expected_passes_mut((p, d)).iter_mut().enumerate() {
+                if let Some(f) = self.mb_fit.filter(|_| uniform && span.clone().all(|m| mbs.seq.known(m))) {
+                    for (m, e) in span.zip(out.expected_passes_mut((p, d))) {
                         *e = f.predict(&mbs.seq.get(m)).max(0.0);
                     }
                 }
