@@ -23,13 +23,13 @@ struct JobSummary {
 
 pub fn run(paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
     let files = input::expand(paths)?;
-    let (summaries, assembled) = input::assemble(input::import_all(&files));
+    let (summaries, mut assembled) = input::assemble(input::import_all(&files));
     let out = Output {
         files: summaries,
         job: JobSummary {
             workers: assembled.job.workers.len(),
             steps: assembled.job.steps().len(),
-            diagnostics: assembled.diagnostics.clone(),
+            diagnostics: std::mem::take(&mut assembled.diagnostics),
         },
     };
     input::free_in_background(assembled);

@@ -342,16 +342,14 @@ fn job() -> Job {
     Job {
         workers: (0..2u32)
             .map(|stage| {
-                let mut worker = Worker {
+                let worker = Worker {
                     rank: stage,
                     coords: Coords { dp: Some(0), pp: Some(stage), tp: None, cp: None },
                     source: "inline".into(),
                     ..Worker::default()
                 };
-                for (step, micro_batches) in [worker_step(stage, 1, 0), worker_step(stage, 2, 100)] {
-                    worker.push_step(step, micro_batches, []);
-                }
-                worker
+                let steps = [worker_step(stage, 1, 0), worker_step(stage, 2, 100)];
+                worker.with_steps(steps.map(|(step, micro_batches)| (step, micro_batches, [])))
             })
             .collect(),
     }

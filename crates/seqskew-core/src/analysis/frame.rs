@@ -122,6 +122,18 @@ fn run<'a, T>(column: &'a [T], range: &Range<usize>) -> &'a [T] {
     column.get(range.clone()).unwrap_or_default()
 }
 
+/// Sets a column's entry `i` (nothing where out of bounds).
+fn put<T>(column: &mut [T], i: usize, value: T) {
+    if let Some(x) = column.get_mut(i) {
+        *x = value;
+    }
+}
+
+/// The entries from `start` to `end` (none where `end` comes first).
+fn span(start: u32, end: u32) -> Range<usize> {
+    start as usize..end.max(start) as usize
+}
+
 /// Sequence features, column by column (of cells, or of micro-batches).
 #[derive(Clone, Debug, Default)]
 struct SeqColumns {
@@ -150,12 +162,11 @@ impl SeqColumns {
         if !s.is_known() {
             return;
         }
-        let put = |column: &mut Vec<f64>, v: f64| column.get_mut(i).into_iter().for_each(|x| *x = v);
-        self.known.get_mut(i).into_iter().for_each(|x| *x = true);
-        put(&mut self.documents, s.documents as f64);
-        put(&mut self.tokens, s.tokens as f64);
-        self.max_len.get_mut(i).into_iter().for_each(|x| *x = s.max_len);
-        put(&mut self.sum_sq, s.sum_sq_estimate());
+        put(&mut self.known, i, true);
+        put(&mut self.documents, i, s.documents as f64);
+        put(&mut self.tokens, i, s.tokens as f64);
+        put(&mut self.max_len, i, s.max_len);
+        put(&mut self.sum_sq, i, s.sum_sq_estimate());
     }
 
     fn all(&self) -> SeqSlice<'_> {
@@ -224,9 +235,9 @@ struct CellColumns {
     stall: Vec<Nanos>,
     other: Vec<Nanos>,
     seq: SeqColumns,
-    /// Where each cell's micro-batches start and end in the micro-batch columns.
+    /// Where each cell's micro-batches start in the micro-batch columns; one more entry than
+    /// cells (the last one's end).
     micro_batch_start: Vec<u32>,
-    micro_batch_end: Vec<u32>,
 }
 
 impl CellColumns {
@@ -242,27 +253,25 @@ impl CellColumns {
             stall: vec![0; n],
             other: vec![0; n],
             seq: SeqColumns::zeroed(n),
-            micro_batch_start: vec![0; n],
-            micro_batch_end: vec![0; n],
+            micro_batch_start: vec![0; n + 1],
         }
     }
 
     /// Sets cell `i` from its worker-step (all but where its micro-batches are).
     fn set(&mut self, i: usize, w: &Worker, s: &WorkerStep) {
-        let put = |column: &mut Vec<Nanos>, v: Nanos| column.get_mut(i).into_iter().for_each(|x| *x = v);
         let t = &s.totals;
         let communication = t.communication();
         let p2p = w.p2p_time(s);
-        self.present.get_mut(i).into_iter().for_each(|x| *x = true);
+        put(&mut self.present, i, true);
         self.seq.set(i, &s.sequences);
-        put(&mut self.duration, s.duration);
-        put(&mut self.compute, t.get(SpanKind::Compute) + t.get(SpanKind::Attention));
-        put(&mut self.attention, s.sequences.attention.unwrap_or_else(|| t.get(SpanKind::Attention)));
-        put(&mut self.optimizer, t.get(SpanKind::Optimizer));
-        put(&mut self.collectives, communication - p2p.min(communication));
-        self.transfer.get_mut(i).into_iter().for_each(|x| *x = s.transfer.map(|x| x.min(communication)));
-        put(&mut self.stall, t.get(SpanKind::HostStall) + t.get(SpanKind::DataLoading));
-        put(&mut self.other, t.get(SpanKind::Other));
+        put(&mut self.duration, i, s.duration);
+        put(&mut self.compute, i, t.get(SpanKind::Compute) + t.get(SpanKind::Attention));
+        put(&mut self.attention, i, s.sequences.attention.unwrap_or_else(|| t.get(SpanKind::Attention)));
+        put(&mut self.optimizer, i, t.get(SpanKind::Optimizer));
+        put(&mut self.collectives, i, communication - p2p.min(communication));
+        put(&mut self.transfer, i, s.transfer.map(|x| x.min(communication)));
+        put(&mut self.stall, i, t.get(SpanKind::HostStall) + t.get(SpanKind::DataLoading));
+        put(&mut self.other, i, t.get(SpanKind::Other));
     }
 
     /// Cells `range`, of part `part` whose micro-batches are `micro_batches`.
@@ -280,8 +289,7 @@ impl CellColumns {
             stall: run(&self.stall, &range),
             other: run(&self.other, &range),
             seq: self.seq.all().slice(range.clone()),
-            micro_batch_start: run(&self.micro_batch_start, &range),
-            micro_batch_end: run(&self.micro_batch_end, &range),
+            micro_batch_start: run(&self.micro_batch_start, &(range.start..range.end + 1)),
         }
     }
 }
@@ -302,8 +310,8 @@ pub struct Row<'a> {
     pub stall: &'a [Nanos],
     pub other: &'a [Nanos],
     pub seq: SeqSlice<'a>,
+    /// One more entry than cells.
     micro_batch_start: &'a [u32],
-    micro_batch_end: &'a [u32],
     /// All the micro-batches of the cells' part, which [`Row::micro_batch_span`] indexes.
     pub part_micro_batches: MicroBatchRun<'a>,
 }
@@ -354,13 +362,13 @@ impl<'a> Row<'a> {
     /// Where cell `i`'s micro-batches are (see [`Frame::micro_batch_run`]).
     pub fn micro_batches(&self, i: usize) -> MicroBatchRange {
         let start = self.micro_batch_start.get(i).copied().unwrap_or(0);
-        MicroBatchRange { part: self.part, start, end: self.micro_batch_end.get(i).copied().unwrap_or(start) }
+        MicroBatchRange { part: self.part, start, end: self.micro_batch_start.get(i + 1).copied().unwrap_or(start) }
     }
 
     /// Where cell `i`'s micro-batches are in [`Row::part_micro_batches`].
     pub fn micro_batch_span(&self, i: usize) -> Range<usize> {
         let MicroBatchRange { start, end, .. } = self.micro_batches(i);
-        start as usize..end.max(start) as usize
+        span(start, end)
     }
 
     /// Cell `i`'s micro-batches, column by column.
@@ -394,9 +402,9 @@ impl MicroBatchColumns {
     }
 
     fn set(&mut self, i: usize, m: &MicroBatch) {
-        self.forward.get_mut(i).into_iter().for_each(|x| *x = m.forward);
-        self.backward.get_mut(i).into_iter().for_each(|x| *x = m.backward);
-        self.attention.get_mut(i).into_iter().for_each(|x| *x = m.sequences.attention);
+        put(&mut self.forward, i, m.forward);
+        put(&mut self.backward, i, m.backward);
+        put(&mut self.attention, i, m.sequences.attention);
         self.seq.set(i, &m.sequences);
     }
 
@@ -531,7 +539,7 @@ impl Frame {
     pub fn micro_batch_run(&self, range: MicroBatchRange) -> MicroBatchRun<'_> {
         let MicroBatchRange { part, start, end } = range;
         let columns = self.parts.get(part as usize).map(|p| p.micro_batches.all());
-        columns.map(|c| c.slice(start as usize..end.max(start) as usize)).unwrap_or_default()
+        columns.map(|c| c.slice(span(start, end))).unwrap_or_default()
     }
 }
 
@@ -588,7 +596,7 @@ pub fn build(job: &Job) -> Frame {
         *knowledge = place_micro_batches(job, &steps, range.clone(), &mut part.cells);
     });
     for (_, _, part) in &mut parts {
-        let count = part.cells.micro_batch_end.last().copied().unwrap_or(0);
+        let count = part.cells.micro_batch_start.last().copied().unwrap_or(0);
         part.micro_batches = MicroBatchColumns::zeroed(count as usize);
     }
     par::each_mut(&mut parts, |_, (range, _, part)| fill(job, &steps, range.clone(), part));
@@ -653,15 +661,13 @@ fn place_micro_batches(job: &Job, steps: &[u64], range: Range<usize>, cells: &mu
     let mut knowledge = SequenceKnowledge::default();
     each_cell(job, steps, range, |i, _, s| {
         knowledge = knowledge.max(s.sequences.knowledge);
-        if let Some(n) = cells.micro_batch_end.get_mut(i) {
-            *n = u32::try_from(s.micro_batches.len()).unwrap_or(u32::MAX);
-        }
+        // Its count for now, where the next cell's start goes.
+        put(&mut cells.micro_batch_start, i + 1, u32::try_from(s.micro_batches.len()).unwrap_or(u32::MAX));
     });
     let mut next = 0u32;
-    for (start, end) in cells.micro_batch_start.iter_mut().zip(cells.micro_batch_end.iter_mut()) {
-        *start = next;
-        next = next.saturating_add(*end);
-        *end = next;
+    for bound in &mut cells.micro_batch_start {
+        next = next.saturating_add(*bound);
+        *bound = next;
     }
     knowledge
 }
@@ -703,8 +709,7 @@ fn use_attention_for_bounds(parts: &mut [Part], width: usize) {
         cells.seq.quadratic.clone_from(&cells.seq.sum_sq);
         micro_batches.seq.quadratic.clone_from(&micro_batches.seq.sum_sq);
         let mb = &mut micro_batches.seq;
-        let ends = cells.micro_batch_start.iter().zip(&cells.micro_batch_end);
-        let each = cells.present.iter().zip(cells.attention.iter().zip(ends));
+        let each = cells.present.iter().zip(cells.attention.iter().zip(cells.micro_batch_start.windows(2)));
         for (i, (&present, (&a, ends))) in each.enumerate() {
             let Some(scale) = scale.get(worker_of(i)).copied().flatten().filter(|_| present) else { continue };
             if cells.seq.known.get(i).copied().unwrap_or(false)
@@ -713,8 +718,8 @@ fn use_attention_for_bounds(parts: &mut [Part], width: usize) {
             {
                 *q = a as f64 * scale;
             }
-            let (start, end) = (*ends.0 as usize, *ends.1 as usize);
-            for m in start..end.max(start) {
+            let [start, end] = [ends.first(), ends.last()].map(|e| e.copied().unwrap_or(0));
+            for m in span(start, end) {
                 let attention = micro_batches.attention.get(m).copied().flatten().filter(|a| *a > 0);
                 if let (true, Some(a), Some(q)) =
                     (mb.known.get(m).copied().unwrap_or(false), attention, mb.quadratic.get_mut(m))

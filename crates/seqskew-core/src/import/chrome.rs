@@ -362,11 +362,8 @@ impl TraceBuilder for ChromeBuilder {
             let rank = rank.unwrap_or_else(|| {
                 if coords == Coords::default() { u32::try_from(pid).unwrap_or(u32::MAX) } else { u32::MAX }
             });
-            let mut worker = Worker { rank, coords, host: None, source: self.file.clone(), ..Worker::default() };
-            for (step, micro_batches, collectives) in build_steps(records, spans, lengths) {
-                worker.push_step(step, micro_batches, collectives);
-            }
-            workers.push(worker);
+            let worker = Worker { rank, coords, host: None, source: self.file.clone(), ..Worker::default() };
+            workers.push(worker.with_steps(build_steps(records, spans, lengths)));
         }
         number_workers_by_coords(&mut workers);
         workers.sort_by_key(|w| w.rank);
