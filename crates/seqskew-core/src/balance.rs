@@ -6,6 +6,8 @@ use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::stats::{indices_by_key, order_key};
+
 /// How documents are dealt into bins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -45,11 +47,8 @@ pub fn partition(costs: &[f64], bins: usize, method: Method) -> Vec<usize> {
 
 /// Indices ordered by cost, largest first (index breaks ties).
 fn by_cost_desc(costs: &[f64]) -> Vec<usize> {
-    let mut order: Vec<(f64, usize)> = costs.iter().copied().zip(0..).collect();
-    // No two indices compare equal, so an unstable sort gives the one order (without the
-    // stable sort's buffer).
-    order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    order.into_iter().map(|(_, i)| i).collect()
+    // Largest first is the smallest complemented key.
+    indices_by_key(costs.iter().map(|&c| !order_key(c)))
 }
 
 fn cost_of(costs: &[f64], i: usize) -> f64 {
