@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Severity};
 
 pub const SCHEMA: &str = "seqskew.report/1";
 
@@ -194,6 +194,21 @@ impl Report {
     }
 
     /// Markdown for pasting in a wiki or an issue.
+    /// What went wrong with the inputs, shared by the Markdown and HTML reports: each file's
+    /// warnings and errors, then the job's, at most [`LISTED_PROBLEMS`] of them and a line
+    /// saying how many more there are. A file the analysis could not use is named here, not
+    /// silently left out; the JSON report and `seqskew inspect` carry every one.
+    pub(crate) fn problem_lines(&self) -> Vec<String> {
+        let problems = self.inputs.iter().flat_map(|i| &i.diagnostics).chain(&self.job.diagnostics);
+        let mut problems = problems.filter(|d| d.severity >= Severity::Warning);
+        let mut lines: Vec<String> = problems.by_ref().take(LISTED_PROBLEMS).map(ToString::to_string).collect();
+        let more = problems.count();
+        if more > 0 {
+            lines.push(format!("… and {more} more (`seqskew inspect` lists every one)"));
+        }
+        lines
+    }
+
     /// The summary's points, shared by the Markdown and HTML reports: `text` makes input-derived
     /// text safe for the format, `strong` emphasises.
     pub(crate) fn summary_points(&self, text: impl Fn(&str) -> String, strong: impl Fn(&str) -> String) -> Vec<String> {
@@ -240,6 +255,13 @@ impl Report {
         for point in self.summary_points(str::to_owned, |t| format!("**{t}**")) {
             let _ = writeln!(o, "- {point}");
         }
+        let problems = self.problem_lines();
+        if !problems.is_empty() {
+            let _ = writeln!(o, "\n### Input problems\n");
+            for line in problems {
+                let _ = writeln!(o, "- {line}");
+            }
+        }
         let _ = writeln!(o, "\n### Evidence\n\n| signal | value | threshold | | |\n|---|---|---|---|---|");
         for e in &self.signals {
             let mark = match (e.applicable, e.passed) {
@@ -283,6 +305,9 @@ impl Report {
     }
 }
 
+/// The most input problems the Markdown and HTML reports list.
+const LISTED_PROBLEMS: usize = 20;
+
 /// A cause name as a title: "Sequence-length imbalance".
 pub fn cause_title(cause: &str) -> &'static str {
     match cause {
@@ -299,6 +324,53 @@ pub fn cause_title(cause: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markdown_and_html_name_the_inputs_that_went_wrong() {
+        let clean = Report::default();
+        assert!(!clean.to_markdown().contains("Input problems"));
+        assert!(!clean.to_html().contains("Input problems"));
+
+        let bad = |severity, file: &str, message: &str| Diagnostic::new(severity, file, None, message);
+        let mut report = Report {
+            inputs: vec![
+                Input {
+                    path: "a.json".into(),
+                    diagnostics: vec![bad(Severity::Error, "a.json", "the file is empty (0 bytes)")],
+                    ..Input::default()
+                },
+                Input {
+                    path: "b.json".into(),
+                    diagnostics: vec![bad(Severity::Info, "b.json", "clock shifted")],
+                    ..Input::default()
+                },
+            ],
+            ..Report::default()
+        };
+        report.job.diagnostics = vec![bad(Severity::Warning, "", "rank 3 has no step 7")];
+        let md = report.to_markdown();
+        assert!(
+            md.contains(
+                "### Input problems\n\n- error: a.json: the file is empty (0 bytes)\n- warning: rank 3 has no step 7\n"
+            ),
+            "{md}"
+        );
+        assert!(!md.contains("clock shifted"), "information is not a problem");
+        let html = report.to_html();
+        assert!(
+            html.contains("<h2>Input problems</h2>\n<ul>\n<li>error: a.json: the file is empty (0 bytes)</li>"),
+            "{html}"
+        );
+
+        // A file with a thousand bad events does not bury the report.
+        let many = (0..LISTED_PROBLEMS + 5).map(|k| bad(Severity::Warning, "c.json", &format!("event {k} <skipped>")));
+        report.inputs = vec![Input { path: "c.json".into(), diagnostics: many.collect(), ..Input::default() }];
+        report.job.diagnostics.clear();
+        let lines = report.problem_lines();
+        assert_eq!(lines.len(), LISTED_PROBLEMS + 1);
+        assert_eq!(lines.last().map(String::as_str), Some("… and 5 more (`seqskew inspect` lists every one)"));
+        assert!(report.to_html().contains("<li>warning: c.json: event 0 &lt;skipped&gt;</li>"));
+    }
 
     #[test]
     fn rounding_keeps_significant_digits() {

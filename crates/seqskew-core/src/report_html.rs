@@ -50,9 +50,18 @@ impl Report {
         for point in self.summary_points(escape, |t| format!("<strong>{t}</strong>")) {
             let _ = writeln!(o, "<li>{point}</li>");
         }
+        let _ = writeln!(o, "</ul>");
+        let problems = self.problem_lines();
+        if !problems.is_empty() {
+            let _ = writeln!(o, "<h2>Input problems</h2>\n<ul>");
+            for line in problems {
+                let _ = writeln!(o, "<li>{}</li>", escape(&line));
+            }
+            let _ = writeln!(o, "</ul>");
+        }
         let _ = writeln!(
             o,
-            "</ul>\n<h2>Evidence</h2>\n<table><tr><th>signal</th><th>value</th><th>threshold</th><th></th><th></th></tr>"
+            "<h2>Evidence</h2>\n<table><tr><th>signal</th><th>value</th><th>threshold</th><th></th><th></th></tr>"
         );
         for e in &self.signals {
             let (class, mark) = match (e.applicable, e.passed) {
