@@ -61,8 +61,9 @@ enum Resume {
 const MAX_CONSECUTIVE_BAD: u32 = 1000;
 
 /// How much of a chunk is copied at first to complete a value the previous chunk cut (doubled
-/// until the value is complete).
-const STRADDLE_PIECE: usize = 64 << 10;
+/// until the value is complete): enough for nearly every event, and little to copy (64 KiB
+/// copied a quarter of each 256 KiB chunk again).
+const STRADDLE_PIECE: usize = 4 << 10;
 
 /// A top-level value the builder wants is read whole only up to this size.
 const MAX_TOP_LEVEL_VALUE: usize = 16 << 20;

@@ -23,14 +23,22 @@ pub enum ScanError {
     Invalid(&'static str),
 }
 
-fn skip_ws(bytes: &[u8], mut pos: usize) -> usize {
-    while bytes.get(pos).is_some_and(u8::is_ascii_whitespace) {
-        pos += 1;
-        // Indented traces put a dozen spaces before every key: whole words of them at once.
-        // (One space, as between a key and its value, is not worth a word.)
-        if !bytes.get(pos).is_some_and(u8::is_ascii_whitespace) {
-            break;
-        }
+/// Past the whitespace at `pos`. Between tokens there is usually none or one space: those are
+/// decided here, inline; a longer run is skipped by [`skip_ws_run`].
+#[inline]
+fn skip_ws(bytes: &[u8], pos: usize) -> usize {
+    let blank = |at: usize| bytes.get(at).is_some_and(u8::is_ascii_whitespace);
+    match (blank(pos), blank(pos + 1)) {
+        (false, _) => pos,
+        (true, false) => pos + 1,
+        (true, true) => skip_ws_run(bytes, pos + 2),
+    }
+}
+
+/// Past the whitespace at `pos`: indented traces put a dozen spaces before every key, skipped
+/// whole words at a time.
+fn skip_ws_run(bytes: &[u8], mut pos: usize) -> usize {
+    loop {
         while let Some(w) = swar::word(bytes, pos) {
             let other = swar::unmarked(swar::eq(w, b' ') | swar::eq(w, b'\n'));
             if other != 0 {
@@ -39,8 +47,12 @@ fn skip_ws(bytes: &[u8], mut pos: usize) -> usize {
             }
             pos += 8;
         }
+        // Another blank (a tab, a carriage return) or the last few bytes: one at a time.
+        if !bytes.get(pos).is_some_and(u8::is_ascii_whitespace) {
+            return pos;
+        }
+        pos += 1;
     }
-    pos
 }
 
 /// The end (after the closing quote) of the string whose opening quote is at `open`.
@@ -313,7 +325,7 @@ pub fn array<'a>(bytes: &'a [u8], open: usize, mut element: impl FnMut(&'a [u8])
         return Ok(pos + 1);
     }
     loop {
-        let end = value_end(bytes, pos)?;
+        let end = element_end(bytes, pos)?;
         element(bytes.get(pos..end).unwrap_or_default());
         pos = skip_ws(bytes, end);
         match bytes.get(pos) {
@@ -325,10 +337,50 @@ pub fn array<'a>(bytes: &'a [u8], open: usize, mut element: impl FnMut(&'a [u8])
     }
 }
 
+/// [`value_end`] of an array element, with the elements of recorded shapes and inputs (a few
+/// digits, a short string without escapes) ended here, a byte at a time: for them the general
+/// search's dispatch and word set-up cost more than the element. Anything else, and anything
+/// these loops are not sure of, is left to [`value_end`].
+fn element_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
+    let mut at = start + 1;
+    match bytes.get(start) {
+        Some(b'0'..=b'9') => {
+            while bytes.get(at).is_some_and(u8::is_ascii_digit) {
+                at += 1;
+            }
+            if matches!(bytes.get(at), Some(b',' | b']')) {
+                return Ok(at);
+            }
+        }
+        Some(b'"') => {
+            while let Some(&b) = bytes.get(at).filter(|_| at - start <= SHORT_ELEMENT) {
+                match b {
+                    b'"' => return Ok(at + 1),
+                    b'\\' => break,
+                    _ => at += 1,
+                }
+            }
+        }
+        _ => {}
+    }
+    value_end(bytes, start)
+}
+
+/// The longest string [`element_end`] ends itself.
+const SHORT_ELEMENT: usize = 16;
+
 /// A tensor shape as profilers record it: a flat array of up to [`MAX_DIMS`] non-negative
 /// integers (`[8, 4096, 16, 128]`), as the dimensions and their count; `None` for anything
 /// else. Nothing is allocated: attention calls are frequent.
-pub fn shape(raw: &[u8]) -> Option<([u64; MAX_DIMS], usize)> {
+pub fn shape(raw: &[u8]) -> Option<Shape> {
+    match plain_shape(raw, 0) {
+        Some((shape, end)) => shape.filter(|_| end == raw.len()),
+        None => scanned_shape(raw),
+    }
+}
+
+/// [`shape`] of any JSON, read with the scanner.
+fn scanned_shape(raw: &[u8]) -> Option<Shape> {
     let mut dims = [0u64; MAX_DIMS];
     let mut n = 0usize;
     let mut flat = true;
@@ -341,6 +393,69 @@ pub fn shape(raw: &[u8]) -> Option<([u64; MAX_DIMS], usize)> {
     })
     .ok()?;
     (flat && end == raw.len()).then_some((dims, n))
+}
+
+/// A shape's dimensions and their count.
+pub type Shape = ([u64; MAX_DIMS], usize);
+
+/// [`shape`] of each element of a list of shapes (`[[8, 4096, 16, 128], [23], []]`), in order,
+/// and where the list ends: one pass, a byte at a time, for the lists profilers write. `None`
+/// (perhaps after some calls) when the list holds anything but arrays of plain integers, or is
+/// not JSON: read it then with [`array`] and [`shape`], which take any JSON.
+pub fn plain_shapes(raw: &[u8], mut each: impl FnMut(Option<Shape>)) -> Option<usize> {
+    let mut at = skip_ws(raw, 1);
+    if raw.first() != Some(&b'[') {
+        return None;
+    }
+    if raw.get(at) == Some(&b']') {
+        return Some(at + 1);
+    }
+    loop {
+        let (shape, end) = plain_shape(raw, at)?;
+        each(shape);
+        at = skip_ws(raw, end);
+        match raw.get(at) {
+            Some(b',') => at = skip_ws(raw, at + 1),
+            Some(b']') => return Some(at + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// The array of plain integers at `raw[open]`, read a byte at a time: its [`shape`] (`None`
+/// beyond [`MAX_DIMS`] dimensions) and where it ends; `None` when it is anything else, or a
+/// number may not fit in 64 bits (the general reader decides then).
+fn plain_shape(raw: &[u8], open: usize) -> Option<(Option<Shape>, usize)> {
+    if raw.get(open) != Some(&b'[') {
+        return None;
+    }
+    let (mut dims, mut n) = ([0u64; MAX_DIMS], 0usize);
+    let mut at = skip_ws(raw, open + 1);
+    if raw.get(at) == Some(&b']') {
+        return Some((Some((dims, 0)), at + 1));
+    }
+    loop {
+        let start = at;
+        let mut value = 0u64;
+        // Nineteen digits always fit in 64 bits; a twentieth is left to the general reader.
+        while let Some(digit) = raw.get(at).map(|b| b.wrapping_sub(b'0')).filter(|&d| d < 10 && at - start < 19) {
+            value = value * 10 + u64::from(digit);
+            at += 1;
+        }
+        if at == start || raw.get(at).is_some_and(u8::is_ascii_digit) {
+            return None;
+        }
+        if let Some(slot) = dims.get_mut(n) {
+            *slot = value;
+        }
+        n += 1;
+        at = skip_ws(raw, at);
+        match raw.get(at) {
+            Some(b',') => at = skip_ws(raw, at + 1),
+            Some(b']') => return Some(((n <= MAX_DIMS).then_some((dims, n)), at + 1)),
+            _ => return None,
+        }
+    }
 }
 
 /// A flat array of non-negative integers that fit in `u32` (`[512, 77]`); `None` for anything
@@ -606,6 +721,110 @@ mod tests {
         assert_eq!(keys(other), (vec!["phx".into(), "ph".into(), "cat".into(), "cat".into()], Ok(other.len())));
         assert_eq!(keys(r#"{"ph":1}"#), (vec!["ph".into()], Ok(8)));
         assert_eq!(keys(r#"{"ph": 1, "ca"#).1, Err(ScanError::Eof));
+    }
+
+    /// Random text of JSON's punctuation, digits and a few other bytes, `len` bytes long.
+    fn jsonish(next: &mut impl FnMut() -> u64, alphabet: &[u8], len: usize) -> Vec<u8> {
+        (0..len).map(|_| alphabet.get(next() as usize % alphabet.len()).copied().unwrap_or(b' ')).collect()
+    }
+
+    fn xorshift() -> impl FnMut() -> u64 {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
+    #[test]
+    fn whitespace_is_skipped_as_a_byte_at_a_time_skips_it() {
+        let mut next = xorshift();
+        for _ in 0..20_000 {
+            let len = (next() % 40) as usize;
+            let text = jsonish(&mut next, b"      \n\n\t\r\x0c{", len);
+            for start in 0..=text.len() {
+                let expected =
+                    text.iter().skip(start).position(|b| !b.is_ascii_whitespace()).map_or(text.len(), |i| start + i);
+                assert_eq!(skip_ws(&text, start), expected, "{:?} from {start}", String::from_utf8_lossy(&text));
+            }
+        }
+    }
+
+    #[test]
+    fn elements_end_where_values_do() {
+        let mut next = xorshift();
+        for _ in 0..20_000 {
+            let len = (next() % 24) as usize;
+            let text = jsonish(&mut next, br#"0123456789"\,]}[ .a-"#, len);
+            for start in 0..text.len() {
+                assert_eq!(
+                    element_end(&text, start),
+                    value_end(&text, start),
+                    "{:?} at {start}",
+                    String::from_utf8_lossy(&text)
+                );
+            }
+        }
+    }
+
+    /// Shapes and lists of shapes read in one pass agree with the scanner wherever the one
+    /// pass answers, and it answers the lists profilers write.
+    #[test]
+    fn plain_shapes_read_as_the_scanner_reads_them() {
+        let scanned_list = |raw: &[u8]| {
+            let mut shapes = Vec::new();
+            array(raw, 0, |v| shapes.push(scanned_shape(v))).ok().map(|end| (shapes, end))
+        };
+        let plain_list = |raw: &[u8]| {
+            let mut shapes = Vec::new();
+            plain_shapes(raw, |s| shapes.push(s)).map(|end| (shapes, end))
+        };
+        let mut next = xorshift();
+        let mut answered = 0;
+        for round in 0..50_000 {
+            // Half the texts are lists of arrays of numbers with noise, half anything.
+            let text = if round % 2 == 0 {
+                let shapes: Vec<String> = (0..next() % 5)
+                    .map(|_| {
+                        let dims: Vec<String> = (0..next() % 6).map(|_| (next() % 100_000).to_string()).collect();
+                        format!("[{}]", dims.join(if next().is_multiple_of(2) { ", " } else { "," }))
+                    })
+                    .collect();
+                let mut text = format!("[{}]", shapes.join(", ")).into_bytes();
+                let at = next() as usize % text.len().max(1);
+                if next().is_multiple_of(3)
+                    && let Some(b) = text.get_mut(at)
+                {
+                    *b = b"0 ,[]\"-.9\t"[next() as usize % 10];
+                }
+                text
+            } else {
+                let len = (next() % 24) as usize;
+                jsonish(&mut next, b"[[[]]],,,0123456789 \"-.\te", len)
+            };
+            if let Some(plain) = plain_list(&text) {
+                answered += 1;
+                assert_eq!(Some(plain), scanned_list(&text), "{}", String::from_utf8_lossy(&text));
+            }
+            assert_eq!(shape(&text), scanned_shape(&text), "{}", String::from_utf8_lossy(&text));
+        }
+        assert!(answered > 15_000, "{answered}");
+        let profiler = b"[[32768, 32, 128], [32768, 32, 128], [23], [], [8, 1, 4096, 16, 128]]";
+        let (shapes, end) = plain_list(profiler).expect("read in one pass");
+        assert_eq!(end, profiler.len());
+        assert_eq!(
+            shapes,
+            [
+                Some(([32768, 32, 128, 0], 3)),
+                Some(([32768, 32, 128, 0], 3)),
+                Some(([23, 0, 0, 0], 1)),
+                Some(([0; 4], 0)),
+                None
+            ]
+        );
+        assert_eq!(plain_list(b"[[12345678901234567890]]"), None, "twenty digits: left to the scanner");
     }
 
     #[test]

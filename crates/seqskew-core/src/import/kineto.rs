@@ -585,26 +585,48 @@ fn sequences_of(calls: &[CallShape]) -> Sequences {
     seq
 }
 
+/// What [`call_shape`] keeps of an attention call's input shapes, one shape at a time.
+#[derive(Default)]
+struct ShapeList {
+    /// The first input's shape.
+    query: Option<json::Shape>,
+    /// The length of the first one-dimensional input after it.
+    cu_seqlens: Option<u64>,
+    /// How many shapes were added.
+    index: usize,
+}
+
+impl ShapeList {
+    fn add(&mut self, shape: Option<json::Shape>) {
+        if self.index == 0 {
+            self.query = shape;
+        } else if self.cu_seqlens.is_none()
+            && let Some(([n, ..], 1)) = shape
+        {
+            self.cu_seqlens = Some(n);
+        }
+        self.index += 1;
+    }
+}
+
 /// Sequence information in an attention op's recorded shapes.
 fn call_shape(name: &str, dims: Option<RawText<'_>>, concrete: Option<RawText<'_>>) -> Option<CallShape> {
-    // Read with the scanner, keeping only what is used: attention calls are frequent. The
-    // query's shape comes first; for varlen calls, cu_seqlens is the first 1-D input after it.
-    let (mut query, mut cu_seqlens, mut index) = (None, None, 0);
-    json::array(dims?.get(), 0, |v| {
-        // Only the query's shape and the first one-dimensional one are read (a shape with a
-        // comma has more than one dimension): varlen calls vary in their lengths, so the
-        // memo often misses.
-        if index == 0 {
-            query = json::shape(v);
-        } else if cu_seqlens.is_none()
-            && memchr::memchr(b',', v).is_none()
-            && let Some(([n, ..], 1)) = json::shape(v)
-        {
-            cu_seqlens = Some(n);
-        }
-        index += 1;
-    })
-    .ok()?;
+    // The query's shape comes first; for varlen calls, cu_seqlens is the first 1-D input after
+    // it. Attention calls are frequent: the list is read in one pass when it is plain, as
+    // profilers write it, else with the scanner.
+    let dims = dims?.get();
+    let mut list = ShapeList::default();
+    if json::plain_shapes(dims, |shape| list.add(shape)).is_none() {
+        list = ShapeList::default();
+        json::array(dims, 0, |v| {
+            // Only the query's shape and the first one-dimensional one are read (a shape with
+            // a comma has more than one dimension).
+            let wanted = list.index == 0 || list.cu_seqlens.is_none() && memchr::memchr(b',', v).is_none();
+            list.add(if wanted { json::shape(v) } else { None });
+        })
+        .ok()?;
+    }
+    let ShapeList { query, cu_seqlens, .. } = list;
     let (dims, n) = query?;
     let to_u32 = |v: u64| u32::try_from(v).ok();
     match dims.get(..n)? {
@@ -900,6 +922,25 @@ mod tests {
             Some(CallShape::Varlen { tokens: 9000, count: 4, max_len: 4096 })
         );
         assert_eq!(call_shape("aten::scaled_dot_product_attention", None, None), None);
+        // Lists that are not plain shapes (a string, a float, a nested list) are read by the
+        // scanner, to the same answer.
+        let varlen = "flash_attn::_flash_attn_varlen_forward";
+        for dims in [
+            r#"[[9000, 16, 128], "q", [9000, 16, 128], [5], [], []]"#,
+            "[[9000, 16, 128], [0.5], [[1]], [5], [7]]",
+            "[\n  [9000,16,128],\n  [5]\n]",
+        ] {
+            assert_eq!(
+                call_shape(varlen, Some(raw(dims)), Some(concrete)),
+                Some(CallShape::Varlen { tokens: 9000, count: 4, max_len: 4096 }),
+                "{dims}"
+            );
+        }
+        for not_a_call in
+            ["[[9000, 16, 128], [5]", r#"[[9000, 16, 128] [5]]"#, "[[-1, 16, 128], [5]]", "[[1, 2, 3, 4, 5], [5]]"]
+        {
+            assert_eq!(call_shape(varlen, Some(raw(not_a_call)), Some(concrete)), None, "{not_a_call}");
+        }
     }
 
     /// The memo answers what reading the shapes answers: hits, and near misses (the same
