@@ -622,7 +622,7 @@ mod tests {
         let (whole, whole_diags) = read(doc.as_bytes(), usize::MAX);
         assert_eq!(whole, "a,b,c,d|");
         assert_eq!(whole_diags, ["data after the end of the JSON document was ignored"]);
-        for chunk in [1000, 40_000, 70_000, 200_000, 1 << 20] {
+        for chunk in [1000, 4096, 5000, 40_000, 70_000, 200_000, 1 << 20] {
             assert_eq!(read(doc.as_bytes(), chunk), (whole.clone(), whole_diags.clone()), "chunk {chunk}");
         }
     }
