@@ -923,7 +923,7 @@ mod tests {
         );
         assert_eq!(call_shape("aten::scaled_dot_product_attention", None, None), None);
         // Lists that are not plain shapes (a string, a float, a nested list) are read by the
-        // scanner, to the same answer.
+        // scanner, and a plain one over several lines in one pass, to the same answer.
         let varlen = "flash_attn::_flash_attn_varlen_forward";
         for dims in [
             r#"[[9000, 16, 128], "q", [9000, 16, 128], [5], [], []]"#,
