@@ -230,9 +230,28 @@ pub fn object<'a>(
 ) -> Result<usize, ScanError> {
     object_scanning(bytes, open, &[], |key, start| {
         let end = value_end(bytes, start)?;
-        member(key, bytes.get(start..end).unwrap_or_default());
+        member(key.into_bytes(&[]), bytes.get(start..end).unwrap_or_default());
         Ok(end)
     })
+}
+
+/// A member's key, as [`object_scanning`] gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Key<'a> {
+    /// The usual key of this index, wherever it came: callers match an index, not bytes.
+    Usual(usize),
+    /// Any other key: the bytes between its quotes (decoded when they have escapes).
+    Other(Cow<'a, [u8]>),
+}
+
+impl<'a> Key<'a> {
+    /// The key's bytes, `usual` being the list the object was scanned with.
+    pub fn into_bytes(self, usual: &[UsualKey]) -> Cow<'a, [u8]> {
+        match self {
+            Key::Usual(i) => Cow::Borrowed(usual.get(i).map_or(&b""[..], |k| k.name)),
+            Key::Other(bytes) => bytes,
+        }
+    }
 }
 
 /// Like [`object`], but `member(key, start)` reads the value at `bytes[start]` itself and
@@ -241,12 +260,13 @@ pub fn object<'a>(
 ///
 /// `usual` lists the keys writers usually put first, in their order: a key where it is
 /// expected is recognised by comparing one word instead of being searched for its closing
-/// quote. Any other key, or any order, is read as usual.
+/// quote. Any other key, or any order, is read as usual, and is still [`Key::Usual`] when its
+/// bytes are a usual key's.
 pub fn object_scanning<'a>(
     bytes: &'a [u8],
     open: usize,
     usual: &[UsualKey],
-    mut member: impl FnMut(Cow<'a, [u8]>, usize) -> Result<usize, ScanError>,
+    mut member: impl FnMut(Key<'a>, usize) -> Result<usize, ScanError>,
 ) -> Result<usize, ScanError> {
     if bytes.get(open) != Some(&b'{') {
         return Err(ScanError::Invalid("expected an object"));
@@ -255,20 +275,23 @@ pub fn object_scanning<'a>(
     if bytes.get(pos) == Some(&b'}') {
         return Ok(pos + 1);
     }
-    let mut usual = usual.iter();
+    let mut place = 0;
     loop {
         match bytes.get(pos) {
             None => return Err(ScanError::Eof),
             Some(b'"') => {}
             Some(_) => return Err(ScanError::Invalid("expected a key")),
         }
-        let expected = usual.next().filter(|k| swar::word(bytes, pos).is_some_and(|w| (w ^ k.word) & k.mask == 0));
+        let expected = usual.get(place).filter(|k| swar::word(bytes, pos).is_some_and(|w| (w ^ k.word) & k.mask == 0));
+        place += 1;
         let (key, key_end) = match expected {
-            Some(k) => (Cow::Borrowed(k.name), pos + k.name.len() + 2),
+            Some(k) => (Key::Usual(place - 1), pos + k.name.len() + 2),
             None => {
                 let (key_end, escaped) = string_span(bytes, pos)?;
                 let raw_key = bytes.get(pos + 1..key_end - 1).unwrap_or_default();
-                (if escaped { unescaped_key(raw_key) } else { Cow::Borrowed(raw_key) }, key_end)
+                let key = if escaped { unescaped_key(raw_key) } else { Cow::Borrowed(raw_key) };
+                let known = usual.iter().position(|k| k.name == key.as_ref());
+                (known.map_or(Key::Other(key), Key::Usual), key_end)
             }
         };
         pos = skip_ws(bytes, key_end);
@@ -708,7 +731,7 @@ mod tests {
         let keys = |text: &str| {
             let mut keys = Vec::new();
             let end = object_scanning(text.as_bytes(), 0, &USUAL, |key, start| {
-                keys.push(String::from_utf8_lossy(&key).into_owned());
+                keys.push(String::from_utf8_lossy(&key.into_bytes(&USUAL)).into_owned());
                 value_end(text.as_bytes(), start)
             });
             (keys, end)
@@ -720,6 +743,14 @@ mod tests {
         let other = r#"{"phx": 1, "ph" : 2, "c\u0061t": 3, "cat":4}"#;
         assert_eq!(keys(other), (vec!["phx".into(), "ph".into(), "cat".into(), "cat".into()], Ok(other.len())));
         assert_eq!(keys(r#"{"ph":1}"#), (vec!["ph".into()], Ok(8)));
+        // A usual key out of its place (or escaped) is still known by its index.
+        let mut found = Vec::new();
+        object_scanning(other.as_bytes(), 0, &USUAL, |key, start| {
+            found.push(key);
+            value_end(other.as_bytes(), start)
+        })
+        .expect("an object");
+        assert_eq!(found, [Key::Other(Cow::Borrowed(&b"phx"[..])), Key::Usual(0), Key::Usual(1), Key::Usual(1)]);
         assert_eq!(keys(r#"{"ph": 1, "ca"#).1, Err(ScanError::Eof));
     }
 

@@ -189,7 +189,8 @@ fn known_category(raw: &[u8]) -> Option<&'static str> {
     })
 }
 
-/// The keys the PyTorch profiler writes first in every event, in its order.
+/// The keys the PyTorch profiler writes first in every event, in its order; the fields an
+/// importer reads are these, by their index here.
 const USUAL_KEYS: &[json::UsualKey] = &[
     json::UsualKey::new(b"ph"),
     json::UsualKey::new(b"cat"),
@@ -200,6 +201,14 @@ const USUAL_KEYS: &[json::UsualKey] = &[
     json::UsualKey::new(b"dur"),
     json::UsualKey::new(b"args"),
 ];
+const PH: usize = 0;
+const CAT: usize = 1;
+const NAME: usize = 2;
+const PID: usize = 3;
+const TID: usize = 4;
+const TS: usize = 5;
+const DUR: usize = 6;
+const ARGS: usize = 7;
 
 /// One trace event with borrowed strings.
 #[derive(Debug, Default)]
@@ -240,24 +249,22 @@ impl<'a> RawEvent<'a> {
                     bad = Some(why);
                 }
             };
-            // `args` is read in the same pass that finds its end.
-            if key.as_ref() == b"args" {
-                if !interest.wants_args(ev) {
-                    return json::value_end(bytes, start);
-                }
-                let (args, end) = RawArgs::scan_into(&mut ev.args, bytes, start)?;
-                keep(args);
-                return Ok(end);
-            }
+            let field = match key {
+                json::Key::Usual(i) => i,
+                json::Key::Other(_) => return json::value_end(bytes, start),
+            };
             // Kept strings are found and checked in one pass.
             let string = |field: &mut Option<Str<'a>>, known: fn(&[u8]) -> Option<&'static str>| {
                 json::string_at(bytes, start, known).map(|(text, end)| (text.map(|t| *field = Some(Str(t))), end))
             };
-            let (kept, end) = match key.as_ref() {
-                b"ph" => string(&mut ev.ph, |_| None)?,
-                b"name" if !interest.wants_name(ev) => (Ok(()), json::value_end(bytes, start)?),
-                b"name" => string(&mut ev.name, |_| None)?,
-                b"cat" => {
+            let (kept, end) = match field {
+                // `args` is read in the same pass that finds its end.
+                ARGS if !interest.wants_args(ev) => (Ok(()), json::value_end(bytes, start)?),
+                ARGS => RawArgs::scan_into(&mut ev.args, bytes, start)?,
+                PH => string(&mut ev.ph, |_| None)?,
+                NAME if !interest.wants_name(ev) => (Ok(()), json::value_end(bytes, start)?),
+                NAME => string(&mut ev.name, |_| None)?,
+                CAT => {
                     let (kept, end) = string(&mut ev.cat, known_category)?;
                     if ev.phase() == "X" && interest.ignores_complete(ev.cat()) {
                         skip = true;
@@ -265,14 +272,14 @@ impl<'a> RawEvent<'a> {
                     }
                     (kept, end)
                 }
-                key => {
+                _ => {
                     let end = json::value_end(bytes, start)?;
                     let value = bytes.get(start..end).unwrap_or_default();
-                    match key {
-                        b"pid" => keep(id_key(value).map(|i| ev.pid = i)),
-                        b"tid" => keep(id_key(value).map(|i| ev.tid = i)),
-                        b"ts" => ev.ts = Some(RawText(value)),
-                        b"dur" => ev.dur = Some(RawText(value)),
+                    match field {
+                        PID => keep(id_key(value).map(|i| ev.pid = i)),
+                        TID => keep(id_key(value).map(|i| ev.tid = i)),
+                        TS => ev.ts = Some(RawText(value)),
+                        DUR => ev.dur = Some(RawText(value)),
                         _ => {}
                     }
                     (Ok(()), end)
