@@ -210,6 +210,20 @@ fn scalar_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
     }
 }
 
+/// The plain integer at `bytes[start]` (digits only, at most eighteen: it fits in an `i64`)
+/// and where it ends, read in the pass that finds its end; `None` for any other value, or one
+/// [`value_end`] would not end right after its digits.
+pub fn plain_integer_at(bytes: &[u8], start: usize) -> Option<(u64, usize)> {
+    let mut at = start;
+    let mut value = 0u64;
+    while let Some(digit) = bytes.get(at).map(|b| b.wrapping_sub(b'0')).filter(|&d| d < 10 && at - start < 18) {
+        value = value * 10 + u64::from(digit);
+        at += 1;
+    }
+    let ends = |b: &u8| matches!(b, b',' | b'}' | b']' | b':') || b.is_ascii_whitespace();
+    (at > start && bytes.get(at).is_some_and(ends)).then_some((value, at))
+}
+
 /// The value starting at `start` (no leading whitespace): its end.
 pub fn value_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
     match bytes.get(start) {
@@ -723,6 +737,25 @@ mod tests {
                 assert_eq!(value_end(text, 0), expected, "{case:?} cut at {cut}");
             }
         }
+    }
+
+    #[test]
+    fn plain_integers_end_where_values_do() {
+        let mut next = xorshift();
+        let mut answered = 0;
+        for _ in 0..50_000 {
+            let len = (next() % 24) as usize;
+            let text = jsonish(&mut next, b"0123456789012345678901234567890123456789,} ]:.e-\"x", len);
+            if let Some((n, end)) = plain_integer_at(&text, 0) {
+                answered += 1;
+                assert_eq!(Ok(end), value_end(&text, 0), "{}", String::from_utf8_lossy(&text));
+                assert_eq!(text.get(..end).and_then(digits), Some(n));
+            }
+        }
+        assert!(answered > 5_000, "{answered}");
+        assert_eq!(plain_integer_at(b"123456789012345678,", 0), Some((123_456_789_012_345_678, 18)));
+        assert_eq!(plain_integer_at(b"1234567890123456789,", 0), None, "nineteen digits: the general way");
+        assert_eq!(plain_integer_at(b"12", 0), None, "may go on in the next chunk");
     }
 
     #[test]

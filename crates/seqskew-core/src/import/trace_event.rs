@@ -272,6 +272,11 @@ impl<'a> RawEvent<'a> {
                     }
                     (kept, end)
                 }
+                // Ids are nearly always a few digits: read in the pass that ends them.
+                PID | TID if let Some((id, end)) = json::plain_integer_at(bytes, start) => {
+                    *(if field == PID { &mut ev.pid } else { &mut ev.tid }) = i64::try_from(id).ok();
+                    (Ok(()), end)
+                }
                 _ => {
                     let end = json::value_end(bytes, start)?;
                     let value = bytes.get(start..end).unwrap_or_default();
