@@ -171,7 +171,7 @@ fn container_end(bytes: &[u8], open: usize) -> Result<usize, ScanError> {
 
 /// The end of the number or literal starting at `start`: the next delimiter.
 fn scalar_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
-    let stops = |b: &u8| matches!(b, b',' | b'}' | b']' | b':') || b.is_ascii_whitespace();
+    let stops = ends_scalar;
     // Nearly every scalar is a plain number (ids, times): its digits and point are one byte
     // range, found a word at a time with fewer operations than the delimiters below.
     let mut pos = start;
@@ -220,8 +220,12 @@ pub fn plain_integer_at(bytes: &[u8], start: usize) -> Option<(u64, usize)> {
         value = value * 10 + u64::from(digit);
         at += 1;
     }
-    let ends = |b: &u8| matches!(b, b',' | b'}' | b']' | b':') || b.is_ascii_whitespace();
-    (at > start && bytes.get(at).is_some_and(ends)).then_some((value, at))
+    (at > start && bytes.get(at).is_some_and(ends_scalar)).then_some((value, at))
+}
+
+/// Whether a number or literal ends before this byte (a delimiter, or whitespace).
+pub fn ends_scalar(b: &u8) -> bool {
+    matches!(b, b',' | b'}' | b']' | b':') || b.is_ascii_whitespace()
 }
 
 /// The value starting at `start` (no leading whitespace): its end.

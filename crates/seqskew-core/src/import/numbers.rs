@@ -85,6 +85,13 @@ fn any_number_to_nanos(raw: &[u8], unit_ns: i64) -> Result<Nanos, NumberProblem>
 /// decimals, in a unit of at most a second), in one pass and 64 bits; `None` for anything else,
 /// which the general path reads.
 fn plain_decimal(raw: &[u8], unit_ns: i64) -> Option<Nanos> {
+    plain_decimal_prefix(raw, unit_ns).filter(|&(_, used)| used == raw.len()).map(|(ns, _)| ns)
+}
+
+/// [`plain_decimal`] of the number `raw` starts with (digits, then a point and digits or not),
+/// and how many bytes it takes: a scanner reads a time in the pass that finds its end. `None`
+/// when that number is not one [`plain_decimal`] reads.
+pub fn plain_decimal_prefix(raw: &[u8], unit_ns: i64) -> Option<(Nanos, usize)> {
     let unit = u64::try_from(unit_ns).ok().filter(|&u| u <= 1_000_000_000)?;
     // The integer digits, up to the point, in the same pass that finds it.
     let mut whole = 0u64;
@@ -98,21 +105,33 @@ fn plain_decimal(raw: &[u8], unit_ns: i64) -> Option<Nanos> {
         whole = whole.wrapping_mul(10).wrapping_add(u64::from(digit));
         int_digits += 1;
     }
-    let frac_part = match raw.get(int_digits..)? {
-        [] => &[][..],
-        [b'.', rest @ ..] => rest,
-        _ => return None,
-    };
-    if int_digits == 0 || int_digits > 19 || frac_part.len() > 9 {
+    if int_digits == 0 || int_digits > 19 {
         return None;
     }
-    // The fraction in billionths: 10⁹ is then the one denominator, and dividing by a constant
+    // The decimals, in billionths: 10⁹ is then the one denominator, and dividing by a constant
     // is a multiplication (a division by a variable cost as much as reading the digits).
-    let decimals = if frac_part.is_empty() { 0 } else { digits(frac_part)? };
-    let fraction = decimals * TO_BILLIONTHS.get(frac_part.len())?;
+    let (mut decimals, mut frac_digits) = (0u64, 0usize);
+    let used = if raw.get(int_digits) == Some(&b'.') {
+        for &b in raw.get(int_digits + 1..).unwrap_or_default() {
+            let digit = b.wrapping_sub(b'0');
+            if digit >= 10 || frac_digits == 9 {
+                break;
+            }
+            decimals = decimals * 10 + u64::from(digit);
+            frac_digits += 1;
+        }
+        // A tenth decimal is left to the general path.
+        if raw.get(int_digits + 1 + frac_digits).is_some_and(u8::is_ascii_digit) {
+            return None;
+        }
+        int_digits + 1 + frac_digits
+    } else {
+        int_digits
+    };
+    let fraction = decimals * TO_BILLIONTHS.get(frac_digits)?;
     // fraction < 10⁹ and unit ≤ 10⁹: no overflow; rounded to the nearest nanosecond.
     let ns = whole.checked_mul(unit)?.checked_add((fraction * unit * 2 + BILLION) / (2 * BILLION))?;
-    i64::try_from(ns).ok()
+    Some((i64::try_from(ns).ok()?, used))
 }
 
 const BILLION: u64 = 1_000_000_000;

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use super::json::{self, ScanError};
-use super::numbers::{MICROS, digits, to_duration, to_nanos};
+use super::numbers::{MICROS, NumberProblem, digits, plain_decimal_prefix, to_duration, to_nanos};
 use crate::diag::{DiagnosticSink, Location, Severity};
 use crate::model::Nanos;
 
@@ -26,6 +26,31 @@ pub struct RawText<'a>(pub &'a [u8]);
 impl<'a> RawText<'a> {
     pub fn get(self) -> &'a [u8] {
         self.0
+    }
+}
+
+/// A time (`ts`, `dur`, in microseconds): in nanoseconds when the scan read it on its way
+/// (a plain decimal, as profilers write times), else its text, read where it is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Time<'a> {
+    Read(Nanos),
+    Raw(RawText<'a>),
+}
+
+impl Time<'_> {
+    fn nanos(self) -> Result<Nanos, NumberProblem> {
+        match self {
+            Time::Read(ns) => Ok(ns),
+            Time::Raw(raw) => to_nanos(raw.get(), MICROS),
+        }
+    }
+
+    fn duration(self) -> Result<Nanos, NumberProblem> {
+        match self {
+            // A plain decimal has no sign.
+            Time::Read(ns) => Ok(ns),
+            Time::Raw(raw) => to_duration(raw.get(), MICROS),
+        }
     }
 }
 
@@ -219,8 +244,8 @@ pub struct RawEvent<'a> {
     /// Process and thread ids as keys (see [`id_key`]).
     pub pid: Option<i64>,
     pub tid: Option<i64>,
-    pub ts: Option<RawText<'a>>,
-    pub dur: Option<RawText<'a>>,
+    pub ts: Option<Time<'a>>,
+    pub dur: Option<Time<'a>>,
     pub args: Option<RawArgs<'a>>,
 }
 
@@ -277,14 +302,22 @@ impl<'a> RawEvent<'a> {
                     *(if field == PID { &mut ev.pid } else { &mut ev.tid }) = i64::try_from(id).ok();
                     (Ok(()), end)
                 }
+                // Times too, when they are plain decimals.
+                TS | DUR
+                    if let Some((ns, used)) = plain_decimal_prefix(bytes.get(start..).unwrap_or_default(), MICROS)
+                        .filter(|&(_, used)| bytes.get(start + used).is_some_and(json::ends_scalar)) =>
+                {
+                    *(if field == TS { &mut ev.ts } else { &mut ev.dur }) = Some(Time::Read(ns));
+                    (Ok(()), start + used)
+                }
                 _ => {
                     let end = json::value_end(bytes, start)?;
                     let value = bytes.get(start..end).unwrap_or_default();
                     match field {
                         PID => keep(id_key(value).map(|i| ev.pid = i)),
                         TID => keep(id_key(value).map(|i| ev.tid = i)),
-                        TS => ev.ts = Some(RawText(value)),
-                        DUR => ev.dur = Some(RawText(value)),
+                        TS => ev.ts = Some(Time::Raw(RawText(value))),
+                        DUR => ev.dur = Some(Time::Raw(RawText(value))),
                         _ => {}
                     }
                     (Ok(()), end)
@@ -314,7 +347,7 @@ impl<'a> RawEvent<'a> {
 
     /// `ts` (microseconds) in nanoseconds; `None` with a warning when unusable, silently when absent.
     pub fn start(&self, place: EventPlace, diags: &mut DiagnosticSink) -> Option<Nanos> {
-        match to_nanos(self.ts?.get(), MICROS) {
+        match self.ts?.nanos() {
             Ok(t) => Some(t),
             Err(e) => {
                 diags.push(Severity::Warning, place.location(), self.skipped("ts", e.describe()));
@@ -325,7 +358,7 @@ impl<'a> RawEvent<'a> {
 
     /// The end of a complete event that starts at `start`: `dur` (0 when absent) later.
     pub fn end(&self, start: Nanos, place: EventPlace, diags: &mut DiagnosticSink) -> Option<Nanos> {
-        let dur = match self.dur.map(|d| to_duration(d.get(), MICROS)) {
+        let dur = match self.dur.map(Time::duration) {
             Some(Ok(d)) => d,
             Some(Err(e)) => {
                 diags.push(Severity::Warning, place.location(), self.skipped("dur", e.describe()));
@@ -374,11 +407,38 @@ mod tests {
         assert_eq!((ev.phase(), ev.cat(), ev.name()), ("X", "cpu_op", "aten::mm"));
         assert_eq!(ev.pid, Some(7));
         assert_eq!(ev.tid, Some(text_id_key("Spans")));
-        assert_eq!((ev.ts.map(RawText::get), ev.dur.map(RawText::get)), (Some(&b"1.5"[..]), Some(&b"2"[..])));
+        assert_eq!((ev.ts, ev.dur), (Some(Time::Read(1500)), Some(Time::Read(2000))));
         let args = ev.args.expect("args");
         assert_eq!(args.correlation.map(RawText::get), Some(&b"42"[..]));
         assert_eq!(args.input_dims.map(RawText::get), Some(&b"[[1, 2]]"[..]));
         assert_eq!(args.collective_name.map(|s| s.0.into_owned()), Some("allreduce".into()));
+    }
+
+    /// Times read on the scan's way and times read later from their text are the same times.
+    #[test]
+    fn times_read_in_the_scan_are_the_times_of_their_text() {
+        let mut diags = DiagnosticSink::new("t.json");
+        let place = EventPlace { offset: 0 };
+        for (ts, dur) in [
+            ("1700000000123.456", "20.000"),
+            ("5", "0"),
+            ("1.", "1.5e3"),
+            ("\"7.25\"", "-3"),
+            ("0.0004", "1234567890.1234567891"),
+            ("12345678901234567890", "1e400"),
+            ("-4.5", "7"),
+        ] {
+            let text = format!(r#"{{"ph": "X", "ts": {ts}, "dur": {dur} }}"#);
+            let (ev, _) = RawEvent::parse(text.as_bytes()).expect("an event");
+            let plain = |t: &str| t.bytes().all(|b| b.is_ascii_digit() || b == b'.') && t.len() < 20;
+            assert_eq!(matches!(ev.ts, Some(Time::Read(_))), plain(ts), "{ts}");
+            let start = ev.start(place, &mut diags);
+            assert_eq!(start, to_nanos(ts, MICROS).ok(), "{ts}");
+            if let Some(start) = start {
+                let expected = to_duration(dur, MICROS).ok().and_then(|d| start.checked_add(d));
+                assert_eq!(ev.end(start, place, &mut diags), expected, "{dur}");
+            }
+        }
     }
 
     #[test]
@@ -393,7 +453,7 @@ mod tests {
                 "{}",
                 String::from_utf8_lossy(text)
             );
-            assert_eq!(ev.ts.map(RawText::get), Some(&b"7"[..]));
+            assert_eq!(ev.ts, Some(Time::Read(7000)));
         }
         let cut = br#"{"name": "a", "args": {"correlation": 4"#;
         assert_eq!(RawEvent::parse(cut).map(|e| e.1), Err(ScanError::Eof));
