@@ -241,7 +241,7 @@ impl KinetoBuilder {
                 true
             }
             cat if is_launch_category(cat) => {
-                let correlation = ev.args.as_ref().and_then(|a| a.correlation).and_then(|c| to_u64(c.get()));
+                let correlation = ev.args.as_ref().and_then(|a| a.correlation);
                 if let Some(c) = correlation {
                     self.launches.push((c, start));
                 }
@@ -266,7 +266,7 @@ impl KinetoBuilder {
                 } else {
                     SpanKind::Compute
                 };
-                let correlation = ev.args.as_ref().and_then(|a| a.correlation).and_then(|c| to_u64(c.get()));
+                let correlation = ev.args.as_ref().and_then(|a| a.correlation);
                 self.kernels.push(Kernel { start, end, kind, op, correlation });
                 true
             }

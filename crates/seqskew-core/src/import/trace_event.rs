@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use super::json::{self, ScanError};
-use super::numbers::{MICROS, NumberProblem, digits, plain_decimal_prefix, to_duration, to_nanos};
+use super::numbers::{MICROS, NumberProblem, digits, plain_decimal_prefix, to_duration, to_nanos, to_u64};
 use crate::diag::{DiagnosticSink, Location, Severity};
 use crate::model::Nanos;
 
@@ -90,7 +90,8 @@ pub struct RawArgs<'a> {
     pub name: Option<Str<'a>>,
     pub input_dims: Option<RawText<'a>>,
     pub concrete_inputs: Option<RawText<'a>>,
-    pub correlation: Option<RawText<'a>>,
+    /// The kernel launch's id, read as [`to_u64`] reads it (`None` when it cannot be).
+    pub correlation: Option<u64>,
     pub collective_name: Option<Str<'a>>,
     pub step: Option<RawText<'a>>,
     pub iteration: Option<RawText<'a>>,
@@ -117,7 +118,17 @@ impl<'a> RawArgs<'a> {
         }
         let args = slot.insert(RawArgs::default());
         let mut bad = None;
-        let scanned = json::object(bytes, start, |key, value| {
+        let scanned = json::object_scanning(bytes, start, &[], |key, at| {
+            let key = key.into_bytes(&[]);
+            // Launches' and kernels' ids, one per event on a GPU: read in the pass that ends them.
+            if key.as_ref() == b"correlation"
+                && let Some((id, end)) = json::plain_integer_at(bytes, at)
+            {
+                args.correlation = Some(id);
+                return Ok(end);
+            }
+            let end = json::value_end(bytes, at)?;
+            let value = bytes.get(at..end).unwrap_or_default();
             let text = || Some(RawText(value));
             let string = |bad: &mut Option<&'static str>| match json::string(value) {
                 Ok(s) => Some(Str(s)),
@@ -130,7 +141,7 @@ impl<'a> RawArgs<'a> {
                 b"name" => args.name = string(&mut bad),
                 b"Input Dims" => args.input_dims = text(),
                 b"Concrete Inputs" => args.concrete_inputs = text(),
-                b"correlation" => args.correlation = text(),
+                b"correlation" => args.correlation = to_u64(value),
                 b"Collective name" => args.collective_name = string(&mut bad),
                 b"step" => args.step = text(),
                 b"iteration" => args.iteration = text(),
@@ -141,6 +152,7 @@ impl<'a> RawArgs<'a> {
                 b"seq_lens" => args.seq_lens = text(),
                 _ => {}
             }
+            Ok(end)
         });
         let end = match scanned {
             Ok(end) => end,
@@ -409,7 +421,13 @@ mod tests {
         assert_eq!(ev.tid, Some(text_id_key("Spans")));
         assert_eq!((ev.ts, ev.dur), (Some(Time::Read(1500)), Some(Time::Read(2000))));
         let args = ev.args.expect("args");
-        assert_eq!(args.correlation.map(RawText::get), Some(&b"42"[..]));
+        assert_eq!(args.correlation, Some(42));
+        // Ids in other forms are read as `to_u64` reads them.
+        for (id, expected) in [("\"42\"", Some(42)), ("7.0", Some(7)), ("-1", None), ("1e3", None), ("12 ", Some(12))] {
+            let text = format!(r#"{{"args": {{"correlation": {id}}}}}"#);
+            let (ev, _) = RawEvent::parse(text.as_bytes()).expect("an event");
+            assert_eq!(ev.args.and_then(|a| a.correlation), expected, "{id}");
+        }
         assert_eq!(args.input_dims.map(RawText::get), Some(&b"[[1, 2]]"[..]));
         assert_eq!(args.collective_name.map(|s| s.0.into_owned()), Some("allreduce".into()));
     }
