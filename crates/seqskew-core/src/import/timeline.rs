@@ -58,7 +58,8 @@ pub fn partition(start: Nanos, end: Nanos, pieces: &[Piece]) -> (Vec<Span>, Kind
     edges.sort_unstable_by_key(|&(t, delta, r, _)| (t, delta, r));
     let mut active = [0u32; PRIORITY.len() + 1];
     let mut latest_mb: [Option<u32>; PRIORITY.len() + 1] = [None; PRIORITY.len() + 1];
-    let mut fine: Vec<Span> = Vec::new();
+    // At most one span between two edges: never grown.
+    let mut fine: Vec<Span> = Vec::with_capacity(edges.len() + 1);
     let mut cursor = start;
     let mut edge_iter = edges.iter().peekable();
     while cursor < end {
