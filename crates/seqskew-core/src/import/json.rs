@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use super::numbers::digits;
+use super::numbers::{digits, leading_digits};
 use super::swar;
 
 /// Why a scan stopped.
@@ -171,7 +171,6 @@ fn container_end(bytes: &[u8], open: usize) -> Result<usize, ScanError> {
 
 /// The end of the number or literal starting at `start`: the next delimiter.
 fn scalar_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
-    let stops = ends_scalar;
     // Nearly every scalar is a plain number (ids, times): its digits and point are one byte
     // range, found a word at a time with fewer operations than the delimiters below.
     let mut pos = start;
@@ -182,7 +181,7 @@ fn scalar_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
             continue;
         }
         pos += swar::first(other);
-        if pos > start && bytes.get(pos).is_some_and(stops) {
+        if pos > start && bytes.get(pos).is_some_and(ends_scalar) {
             return Ok(pos);
         }
         break;
@@ -197,13 +196,13 @@ fn scalar_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
             continue;
         }
         pos += swar::first(maybe);
-        if bytes.get(pos).is_some_and(stops) {
+        if bytes.get(pos).is_some_and(ends_scalar) {
             break;
         }
         pos += 1;
     }
     let rest = bytes.get(pos..).unwrap_or_default();
-    match rest.iter().position(stops).map(|i| pos + i) {
+    match rest.iter().position(ends_scalar).map(|i| pos + i) {
         Some(end) if end == start => Err(ScanError::Invalid("expected a value")),
         Some(end) => Ok(end),
         None => Err(ScanError::Eof),
@@ -214,12 +213,7 @@ fn scalar_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
 /// and where it ends, read in the pass that finds its end; `None` for any other value, or one
 /// [`value_end`] would not end right after its digits.
 pub fn plain_integer_at(bytes: &[u8], start: usize) -> Option<(u64, usize)> {
-    let mut at = start;
-    let mut value = 0u64;
-    while let Some(digit) = bytes.get(at).map(|b| b.wrapping_sub(b'0')).filter(|&d| d < 10 && at - start < 18) {
-        value = value * 10 + u64::from(digit);
-        at += 1;
-    }
+    let (value, at) = leading_digits(bytes, start, 18);
     (at > start && bytes.get(at).is_some_and(ends_scalar)).then_some((value, at))
 }
 
@@ -444,10 +438,10 @@ pub type Shape = ([u64; MAX_DIMS], usize);
 /// (perhaps after some calls) when the list holds anything but arrays of plain integers, or is
 /// not JSON: read it then with [`array`] and [`shape`], which take any JSON.
 pub fn plain_shapes(raw: &[u8], mut each: impl FnMut(Option<Shape>)) -> Option<usize> {
-    let mut at = skip_ws(raw, 1);
     if raw.first() != Some(&b'[') {
         return None;
     }
+    let mut at = skip_ws(raw, 1);
     if raw.get(at) == Some(&b']') {
         return Some(at + 1);
     }
@@ -477,12 +471,9 @@ fn plain_shape(raw: &[u8], open: usize) -> Option<(Option<Shape>, usize)> {
     }
     loop {
         let start = at;
-        let mut value = 0u64;
         // Nineteen digits always fit in 64 bits; a twentieth is left to the general reader.
-        while let Some(digit) = raw.get(at).map(|b| b.wrapping_sub(b'0')).filter(|&d| d < 10 && at - start < 19) {
-            value = value * 10 + u64::from(digit);
-            at += 1;
-        }
+        let value;
+        (value, at) = leading_digits(raw, start, 19);
         if at == start || raw.get(at).is_some_and(u8::is_ascii_digit) {
             return None;
         }

@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use super::events::{EventPlace, Interest, RawEvent, TraceBuilder};
 use super::json;
 use super::names::{NameCache, collective_op, is_attention, is_backend_collective, is_backward, rank_from_file_name};
-use super::numbers::{digits, to_nanos, to_u64};
+use super::numbers::{digits, leading_digits, to_nanos, to_u64};
 use super::timeline::{Piece, bucket, partition};
 use super::trace_event::{RawText, Str};
 use super::vec_bytes;
@@ -515,11 +515,8 @@ fn lengths_in(list: &str) -> Vec<u32> {
     let mut at = 0;
     while at < bytes.len() {
         let start = at;
-        let mut value = 0u64;
-        while let Some(digit) = bytes.get(at).map(|b| b.wrapping_sub(b'0')).filter(|&d| d < 10 && at - start < 10) {
-            value = value * 10 + u64::from(digit);
-            at += 1;
-        }
+        let mut value;
+        (value, at) = leading_digits(bytes, start, 10);
         let plain = at > start && bytes.get(at).is_none_or(is_separator);
         if !plain {
             at = bytes

@@ -93,7 +93,9 @@ fn plain_decimal(raw: &[u8], unit_ns: i64) -> Option<Nanos> {
 /// when that number is not one [`plain_decimal`] reads.
 pub fn plain_decimal_prefix(raw: &[u8], unit_ns: i64) -> Option<(Nanos, usize)> {
     let unit = u64::try_from(unit_ns).ok().filter(|&u| u <= 1_000_000_000)?;
-    // The integer digits, up to the point, in the same pass that finds it.
+    // The integer digits, up to the point, in the same pass that finds it: not read by
+    // [`leading_digits`], since a time's digits are the most the import reads, and this loop
+    // checks no count per digit (it wraps past 19 digits, which go to the general path).
     let mut whole = 0u64;
     let mut int_digits = 0;
     for &b in raw {
@@ -110,28 +112,34 @@ pub fn plain_decimal_prefix(raw: &[u8], unit_ns: i64) -> Option<(Nanos, usize)> 
     }
     // The decimals, in billionths: 10⁹ is then the one denominator, and dividing by a constant
     // is a multiplication (a division by a variable cost as much as reading the digits).
-    let (mut decimals, mut frac_digits) = (0u64, 0usize);
-    let used = if raw.get(int_digits) == Some(&b'.') {
-        for &b in raw.get(int_digits + 1..).unwrap_or_default() {
-            let digit = b.wrapping_sub(b'0');
-            if digit >= 10 || frac_digits == 9 {
-                break;
-            }
-            decimals = decimals * 10 + u64::from(digit);
-            frac_digits += 1;
-        }
+    let (decimals, frac_digits, used) = if raw.get(int_digits) == Some(&b'.') {
+        let (decimals, end) = leading_digits(raw, int_digits + 1, 9);
         // A tenth decimal is left to the general path.
-        if raw.get(int_digits + 1 + frac_digits).is_some_and(u8::is_ascii_digit) {
+        if raw.get(end).is_some_and(u8::is_ascii_digit) {
             return None;
         }
-        int_digits + 1 + frac_digits
+        (decimals, end - int_digits - 1, end)
     } else {
-        int_digits
+        (0, 0, int_digits)
     };
     let fraction = decimals * TO_BILLIONTHS.get(frac_digits)?;
     // fraction < 10⁹ and unit ≤ 10⁹: no overflow; rounded to the nearest nanosecond.
     let ns = whole.checked_mul(unit)?.checked_add((fraction * unit * 2 + BILLION) / (2 * BILLION))?;
     Some((i64::try_from(ns).ok()?, used))
+}
+
+/// The number the digits at `bytes[start..]` spell, reading at most `max` of them (at most 19,
+/// which always fit in 64 bits), and where the reading stopped: callers look at the byte there
+/// (a digit means there were more than `max`).
+pub fn leading_digits(bytes: &[u8], start: usize, max: usize) -> (u64, usize) {
+    debug_assert!(max <= 19);
+    let mut at = start;
+    let mut value = 0u64;
+    while let Some(digit) = bytes.get(at).map(|b| b.wrapping_sub(b'0')).filter(|&d| d < 10 && at - start < max) {
+        value = value * 10 + u64::from(digit);
+        at += 1;
+    }
+    (value, at)
 }
 
 const BILLION: u64 = 1_000_000_000;
