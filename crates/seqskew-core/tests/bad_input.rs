@@ -660,6 +660,26 @@ fn two_files_claiming_one_rank() {
 }
 
 #[test]
+fn of_two_copies_of_a_rank_the_one_with_more_steps_is_kept() {
+    // The first copy was cut short by a killed job: a step and a half, of three.
+    let bytes = kineto();
+    let cut = String::from_utf8_lossy(&bytes).find("ProfilerStep#3").expect("a third step");
+    let truncated = import_bytes("a/rank3.pt.trace.json", bytes.get(..cut).expect("a prefix"));
+    let complete = import_bytes("b/rank3.pt.trace.json", &bytes);
+    let steps = |i: &FileImport| i.workers.iter().map(|w| w.steps.len()).sum::<usize>();
+    let (cut_steps, all_steps) = (steps(&truncated), steps(&complete));
+    assert!(cut_steps < all_steps, "{}", listing(&truncated));
+    let out = assemble(&[truncated, complete.clone()]);
+    assert_eq!(out.job.workers, complete.workers, "the complete copy is kept, though it comes second");
+    let d = out.diagnostics.iter().find(|d| d.message.contains("also in")).expect("a warning");
+    assert_eq!((d.severity, d.file.as_str()), (Severity::Warning, "a/rank3.pt.trace.json"), "{d}");
+    let expected = format!(
+        "rank 3 is also in b/rank3.pt.trace.json, which has more steps ({all_steps} against {cut_steps}); this copy was ignored"
+    );
+    assert_eq!(d.message, expected);
+}
+
+#[test]
 fn a_broken_file_does_not_spoil_a_good_one() {
     let good = import_bytes("rank3.pt.trace.json", &kineto());
     let mut broken_bytes = gzip(&kineto_with(r#" "distributedInfo": {"rank": 4},"#, STEP_EVENTS));

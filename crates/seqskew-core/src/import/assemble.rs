@@ -58,13 +58,8 @@ fn assemble_workers(all: impl Iterator<Item = Worker>) -> Assembled {
             unranked.push(worker);
             continue;
         }
-        match by_rank.get(&worker.rank) {
-            Some(existing) => diagnostics.push(Diagnostic::new(
-                Severity::Warning,
-                &worker.source,
-                None,
-                format!("rank {} is also in {}; this copy was ignored", worker.rank, existing.source),
-            )),
+        match by_rank.get_mut(&worker.rank) {
+            Some(kept) => diagnostics.push(keep_fuller(kept, worker)),
             None => {
                 by_rank.insert(worker.rank, worker);
             }
@@ -90,6 +85,24 @@ fn assemble_workers(all: impl Iterator<Item = Worker>) -> Assembled {
     report_step_mismatches(&workers, &mut diagnostics);
     diagnostics.sort();
     Assembled { job: Job { workers }, diagnostics }
+}
+
+/// Of two copies of one rank, keeps in `kept` the one with more steps (a file cut short by a
+/// killed job, beside a complete copy, must not hide it); on a tie, the one already kept, which
+/// came first. Returns the warning naming the ignored copy.
+fn keep_fuller(kept: &mut Worker, other: Worker) -> Diagnostic {
+    let ignored = if other.steps.len() > kept.steps.len() { std::mem::replace(kept, other) } else { other };
+    let more = if ignored.steps.len() < kept.steps.len() {
+        format!(", which has more steps ({} against {})", kept.steps.len(), ignored.steps.len())
+    } else {
+        String::new()
+    };
+    Diagnostic::new(
+        Severity::Warning,
+        &ignored.source,
+        None,
+        format!("rank {} is also in {}{more}; this copy was ignored", ignored.rank, kept.source),
+    )
 }
 
 /// When a worker-step ends on every rank at once (all leave the step's last collective
