@@ -50,6 +50,7 @@ fn assemble_workers(all: impl Iterator<Item = Worker>) -> Assembled {
     let mut diagnostics = Vec::new();
     let mut by_rank: BTreeMap<u32, Worker> = BTreeMap::new();
     let mut unranked: Vec<Worker> = Vec::new();
+    let mut twice: Vec<u64> = Vec::new();
     for worker in all {
         if worker.steps.is_empty() {
             continue;
@@ -59,11 +60,17 @@ fn assemble_workers(all: impl Iterator<Item = Worker>) -> Assembled {
             continue;
         }
         match by_rank.get_mut(&worker.rank) {
-            Some(kept) => diagnostics.push(keep_fuller(kept, worker)),
+            Some(kept) => {
+                twice.push(u64::from(worker.rank));
+                diagnostics.push(keep_fuller(kept, worker));
+            }
             None => {
                 by_rank.insert(worker.rank, worker);
             }
         }
+    }
+    if let Some(warning) = several_runs(twice) {
+        diagnostics.push(warning);
     }
     let mut next_free = 0u32;
     for mut worker in unranked {
@@ -103,6 +110,26 @@ fn keep_fuller(kept: &mut Worker, other: Worker) -> Diagnostic {
         None,
         format!("rank {} is also in {}{more}; this copy was ignored", ignored.rank, kept.source),
     )
+}
+
+/// When several ranks are in more than one file, the likeliest reason is two runs put together
+/// (a before and an after dropped at once): says so once, for the job, beside each copy's warning.
+fn several_runs(mut ranks: Vec<u64>) -> Option<Diagnostic> {
+    ranks.sort_unstable();
+    ranks.dedup();
+    (ranks.len() >= 2).then(|| {
+        Diagnostic::new(
+            Severity::Warning,
+            "",
+            None,
+            format!(
+                "{} ranks ({}) are each in more than one file; if the files hold several runs, \
+                 analyse each run alone, or compare two with `seqskew compare BEFORE AFTER`",
+                ranks.len(),
+                crate::text::compact_ranges(&ranks)
+            ),
+        )
+    })
 }
 
 /// When a worker-step ends on every rank at once (all leave the step's last collective
@@ -276,6 +303,20 @@ mod tests {
         let messages: Vec<&str> = out.diagnostics.iter().map(|d| d.message.as_str()).collect();
         assert!(messages.iter().any(|m| m.contains("rank 1 is also in a")), "{messages:?}");
         assert!(messages.iter().any(|m| m.contains("treated as rank 2")), "{messages:?}");
+        assert!(!messages.iter().any(|m| m.contains("several runs")), "one rank twice is one stray file: {messages:?}");
+    }
+
+    #[test]
+    fn two_runs_put_together_are_named_once_for_the_job() {
+        let run = |dir: &str| file((0..3).map(|r| worker(r, &format!("{dir}/rank{r}"), &[(1, 0)])).collect());
+        let out = assemble(&[run("before"), run("after")]);
+        let kept: Vec<&str> = out.job.workers.iter().map(|w| w.source.as_str()).collect();
+        assert_eq!(kept, vec!["before/rank0", "before/rank1", "before/rank2"]);
+        let job: Vec<&Diagnostic> = out.diagnostics.iter().filter(|d| d.file.is_empty()).collect();
+        assert_eq!(job.len(), 1, "{:?}", out.diagnostics);
+        assert_eq!(job[0].severity, Severity::Warning);
+        assert!(job[0].message.starts_with("3 ranks (0-2) are each in more than one file"), "{}", job[0].message);
+        assert_eq!(out.diagnostics.iter().filter(|d| d.message.contains("this copy was ignored")).count(), 3);
     }
 
     #[test]
