@@ -136,9 +136,13 @@ test("a broken file beside good ones: its problem is listed and the good ones ar
   const broken = { name: "broken.json", bytes: Buffer.from('{"traceEvents": [') };
   await dropFiles(page, [good[0], broken, good[1]]);
   assert.equal(await verdictFor(page, [good[0].name, "broken.json", good[1].name]), "sequence_length_imbalance");
-  await showView(page, "files");
+  // Named under the verdict it qualifies, with the way to every file.
+  const problems = page.locator("#verdict .input-problems");
+  assert.match(await problems.innerText(), /broken\.json.*ends before any trace events/);
+  await problems.getByRole("button", { name: "See every file" }).click();
+  await page.waitForSelector("#tab-files[aria-selected=true]");
   assert.match(await page.locator(".files table").innerText(), /PyTorch profiler \(Kineto\) trace/);
-  assert.match(await page.locator(".diagnostics").innerText(), /broken\.json.*ends before any trace events/);
+  assert.match(await page.locator(".files .diagnostics").innerText(), /broken\.json.*ends before any trace events/);
   await page.screenshot({ path: join(SHOTS, "files.png"), fullPage: true });
 });
 

@@ -193,16 +193,23 @@ impl Report {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
-    /// Markdown for pasting in a wiki or an issue.
-    /// What went wrong with the inputs, shared by the Markdown and HTML reports: each file's
-    /// warnings and errors, then the job's, at most [`LISTED_PROBLEMS`] of them and a line
-    /// saying how many more there are. A file the analysis could not use is named here, not
-    /// silently left out; the JSON report and `seqskew inspect` carry every one.
-    pub(crate) fn problem_lines(&self) -> Vec<String> {
+    /// What went wrong with the inputs: each file's warnings and errors, then the job's, at most
+    /// `limit` of them, and how many more there are. The reports and the page list these, so
+    /// that a file the analysis could not use (or a copy it left out) is named where the
+    /// verdict is read, not silently left out; the JSON report and `seqskew inspect` carry
+    /// every one.
+    pub fn problems(&self, limit: usize) -> (Vec<&Diagnostic>, usize) {
         let problems = self.inputs.iter().flat_map(|i| &i.diagnostics).chain(&self.job.diagnostics);
         let mut problems = problems.filter(|d| d.severity >= Severity::Warning);
-        let mut lines: Vec<String> = problems.by_ref().take(LISTED_PROBLEMS).map(ToString::to_string).collect();
-        let more = problems.count();
+        let listed = problems.by_ref().take(limit).collect();
+        (listed, problems.count())
+    }
+
+    /// [`Report::problems`] as the Markdown and HTML reports list them: at most
+    /// [`LISTED_PROBLEMS`], and a line saying how many more there are.
+    pub(crate) fn problem_lines(&self) -> Vec<String> {
+        let (listed, more) = self.problems(LISTED_PROBLEMS);
+        let mut lines: Vec<String> = listed.into_iter().map(ToString::to_string).collect();
         if more > 0 {
             lines.push(format!("… and {more} more (`seqskew inspect` lists every one)"));
         }
@@ -246,6 +253,7 @@ impl Report {
         points
     }
 
+    /// Markdown for pasting in a wiki or an issue.
     pub fn to_markdown(&self) -> String {
         use std::fmt::Write;
         let mut o = String::new();

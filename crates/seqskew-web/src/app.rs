@@ -227,6 +227,16 @@ pub fn app() -> Html {
         let state = state.clone();
         Callback::from(move |_: MouseEvent| state.dispatch(Action::DismissError))
     };
+    let show_files = {
+        let state = state.clone();
+        Callback::from(move |()| {
+            state.dispatch(Action::Show(hash::View::Files));
+            let panel = web_sys::window().and_then(|w| w.document()).and_then(|d| d.get_element_by_id("view-panel"));
+            if let Some(panel) = panel {
+                panel.scroll_into_view();
+            }
+        })
+    };
     let export = |markdown: bool| {
         let state = state.clone();
         Callback::from(move |_: MouseEvent| {
@@ -278,7 +288,7 @@ pub fn app() -> Html {
             if let Some(loading) = &state.loading {
                 <ProgressBar progress={loading.progress} on_cancel={cancel} />
             }
-            <VerdictPanel files={AttrValue::from(files)} analysis={analysis} pending={state.loading.is_some()} />
+            <VerdictPanel files={AttrValue::from(files)} analysis={analysis} pending={state.loading.is_some()} on_show_files={show_files} />
             if let Some(main) = main {
                 <ViewsPanel state={state.clone()} main={main} after={state.after.clone()} embed={*embed} />
             }

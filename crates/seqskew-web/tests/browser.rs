@@ -84,7 +84,9 @@ mod components {
     use seqskew_core::report::{Report, Signal, Verdict};
     use seqskew_web::components::charts::Shared;
     use seqskew_web::components::verdict::{Props, VerdictPanel};
+    use wasm_bindgen::JsCast;
     use wasm_bindgen_test::wasm_bindgen_test;
+    use yew::Callback;
 
     /// Renders `props` into a fresh element and waits for yew to paint.
     async fn render(props: Props) -> web_sys::Element {
@@ -120,7 +122,9 @@ mod components {
     #[wasm_bindgen_test]
     async fn the_verdict_exposes_its_hooks_once_analysed() {
         let analysis = Some(Shared(Rc::new(Analysis { report: report(), ..Analysis::default() })));
-        let root = render(Props { files: "a.json,b.json".into(), analysis, pending: false }).await;
+        let root =
+            render(Props { files: "a.json,b.json".into(), analysis, pending: false, on_show_files: Callback::noop() })
+                .await;
         let v = root.query_selector("#verdict").unwrap().expect("#verdict");
         assert_eq!(v.get_attribute("data-cause").as_deref(), Some("slow_worker"));
         assert_eq!(v.get_attribute("data-files").as_deref(), Some("a.json,b.json"));
@@ -135,8 +139,39 @@ mod components {
     }
 
     #[wasm_bindgen_test]
+    async fn input_problems_are_named_under_the_verdict_with_the_way_to_every_file() {
+        use seqskew_core::diag::{Diagnostic, Severity};
+        let mut troubled = report();
+        let warning = |k: usize| Diagnostic::new(Severity::Warning, &format!("r{k}.json"), None, "truncated");
+        troubled.job.diagnostics = (0..7).map(warning).collect();
+        troubled.job.diagnostics.push(Diagnostic::new(Severity::Info, "", None, "clocks aligned"));
+        let analysis = Some(Shared(Rc::new(Analysis { report: troubled, ..Analysis::default() })));
+        let shown = Rc::new(std::cell::Cell::new(false));
+        let on_show_files = {
+            let shown = shown.clone();
+            Callback::from(move |()| shown.set(true))
+        };
+        let root = render(Props { files: "a.json".into(), analysis, pending: false, on_show_files }).await;
+        let problems = root.query_selector("#verdict .input-problems").unwrap().expect("the input problems");
+        assert_eq!(problems.query_selector_all("li").unwrap().length(), 5, "at most five, information left out");
+        let text = problems.text_content().unwrap_or_default();
+        assert!(text.contains("warning: r0.json: truncated") && !text.contains("clocks aligned"), "{text}");
+        let button = problems.query_selector("button").unwrap().expect("a button");
+        assert_eq!(button.text_content().as_deref(), Some("2 more: see every file"));
+        button.unchecked_into::<web_sys::HtmlElement>().click();
+        assert!(shown.get(), "the button shows the files");
+
+        let clean = Some(Shared(Rc::new(Analysis { report: report(), ..Analysis::default() })));
+        let root =
+            render(Props { files: "a.json".into(), analysis: clean, pending: false, on_show_files: Callback::noop() })
+                .await;
+        assert!(root.query_selector(".input-problems").unwrap().is_none(), "no problems, no list");
+    }
+
+    #[wasm_bindgen_test]
     async fn while_analysing_the_hooks_are_absent() {
-        let root = render(Props { files: "".into(), analysis: None, pending: true }).await;
+        let root =
+            render(Props { files: "".into(), analysis: None, pending: true, on_show_files: Callback::noop() }).await;
         let v = root.query_selector("#verdict").unwrap().expect("#verdict");
         assert_eq!(v.get_attribute("data-cause"), None);
         assert_eq!(v.get_attribute("aria-busy").as_deref(), Some("true"));

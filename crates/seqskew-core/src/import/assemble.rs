@@ -104,11 +104,13 @@ fn keep_fuller(kept: &mut Worker, other: Worker) -> Diagnostic {
     } else {
         String::new()
     };
+    // The page knows dropped files by name alone: two folders' copies may share one.
+    let other = if ignored.source == kept.source { "another file of that name" } else { kept.source.as_str() };
     Diagnostic::new(
         Severity::Warning,
         &ignored.source,
         None,
-        format!("rank {} is also in {}{more}; this copy was ignored", ignored.rank, kept.source),
+        format!("rank {} is also in {other}{more}; this copy was ignored", ignored.rank),
     )
 }
 
@@ -124,7 +126,8 @@ fn several_runs(mut ranks: Vec<u64>) -> Option<Diagnostic> {
             None,
             format!(
                 "{} ranks ({}) are each in more than one file; if the files hold several runs, \
-                 analyse each run alone, or compare two with `seqskew compare BEFORE AFTER`",
+                 analyse each run alone, or compare two (`seqskew compare BEFORE AFTER`, or \
+                 Compare with… on the page)",
                 ranks.len(),
                 crate::text::compact_ranges(&ranks)
             ),
@@ -317,6 +320,15 @@ mod tests {
         assert_eq!(job[0].severity, Severity::Warning);
         assert!(job[0].message.starts_with("3 ranks (0-2) are each in more than one file"), "{}", job[0].message);
         assert_eq!(out.diagnostics.iter().filter(|d| d.message.contains("this copy was ignored")).count(), 3);
+    }
+
+    #[test]
+    fn copies_of_one_name_are_told_apart_in_words() {
+        // Files picked on the page are known by name alone.
+        let out =
+            assemble(&[file(vec![worker(0, "rank0.json", &[(1, 0)])]), file(vec![worker(0, "rank0.json", &[(1, 0)])])]);
+        let messages: Vec<&str> = out.diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(messages, vec!["rank 0 is also in another file of that name; this copy was ignored"]);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! the command that verifies it. `#verdict[data-cause][data-files]` is a stable hook.
 
 use seqskew_core::analysis::Analysis;
-use seqskew_core::report::{Signal, cause_title};
+use seqskew_core::report::{Report, Signal, cause_title};
 use yew::prelude::*;
 
 use crate::components::charts::Shared;
@@ -15,6 +15,34 @@ pub struct Props {
     pub analysis: Option<Shared<Analysis>>,
     /// Whether the panel is loading (its data-* hooks are absent until analysis is done).
     pub pending: bool,
+    /// Shows every file and every problem (the Files view).
+    pub on_show_files: Callback<()>,
+}
+
+/// The most input problems the panel lists; the Files view has every one.
+const LISTED_PROBLEMS: usize = 5;
+
+/// The inputs' warnings and errors, under the verdict they may qualify (a file left out, a
+/// copy of a rank ignored, two runs dropped together), with the way to all of them.
+fn input_problems(r: &Report, on_show_files: &Callback<()>) -> Html {
+    let (listed, more) = r.problems(LISTED_PROBLEMS);
+    if listed.is_empty() {
+        return Html::default();
+    }
+    let onclick = on_show_files.reform(|_: MouseEvent| ());
+    html! {
+        <div class="input-problems" role="note" aria-label="Problems found in the input">
+            <h3>{"Input problems"}</h3>
+            <ul class="diagnostics">
+                { for listed.iter().map(|d| html! {
+                    <li class={format!("{:?}", d.severity).to_lowercase()}>{d.to_string()}</li>
+                }) }
+            </ul>
+            <button class="show-files" {onclick}>
+                { if more > 0 { format!("{more} more: see every file") } else { "See every file".to_owned() } }
+            </button>
+        </div>
+    }
 }
 
 fn percent(x: f64) -> String {
@@ -97,6 +125,7 @@ pub fn verdict_panel(props: &Props) -> Html {
             if let Some(more) = &v.to_confirm {
                 <p class="to-confirm">{more}</p>
             }
+            { input_problems(r, &props.on_show_files) }
             <details class="evidence" open=true>
                 <summary>{"Evidence"}</summary>
                 <table>
