@@ -2,7 +2,7 @@
 
 use std::rc::Rc;
 
-use seqskew_core::diag::Severity;
+use seqskew_core::diag::{Diagnostic, Severity};
 use yew::prelude::*;
 
 use crate::protocol::JobResult;
@@ -19,6 +19,11 @@ pub fn size(bytes: u64) -> String {
         b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
         b => format!("{b} B"),
     }
+}
+
+/// One problem as a list item, styled by its severity.
+pub fn problem(d: &Diagnostic) -> Html {
+    html! { <li class={format!("{:?}", d.severity).to_lowercase()}>{d.to_string()}</li> }
 }
 
 #[component(FileList)]
@@ -43,9 +48,7 @@ pub fn file_list(props: &Props) -> Html {
                 </tbody>
             </table>
             <ul class="diagnostics" aria-label="Problems found in the files">
-                { for r.files.iter().flat_map(|f| f.diagnostics.iter()).chain(r.job_diagnostics.iter()).map(|d| html! {
-                    <li class={format!("{:?}", d.severity).to_lowercase()}>{d.to_string()}</li>
-                }) }
+                { for r.files.iter().flat_map(|f| f.diagnostics.iter()).chain(r.job_diagnostics.iter()).map(problem) }
             </ul>
         </section>
     }

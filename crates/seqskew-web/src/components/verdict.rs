@@ -6,6 +6,7 @@ use seqskew_core::report::{Report, Signal, cause_title};
 use yew::prelude::*;
 
 use crate::components::charts::Shared;
+use crate::components::file_list::problem;
 
 #[derive(Properties, PartialEq)]
 pub struct Props {
@@ -34,9 +35,7 @@ fn input_problems(r: &Report, on_show_files: &Callback<()>) -> Html {
         <div class="input-problems" role="note" aria-label="Problems found in the input">
             <h3>{"Input problems"}</h3>
             <ul class="diagnostics">
-                { for listed.iter().map(|d| html! {
-                    <li class={format!("{:?}", d.severity).to_lowercase()}>{d.to_string()}</li>
-                }) }
+                { for listed.into_iter().map(problem) }
             </ul>
             <button class="show-files" {onclick}>
                 { if more > 0 { format!("{more} more: see every file") } else { "See every file".to_owned() } }
