@@ -755,6 +755,29 @@ mod tests {
     }
 
     #[test]
+    fn unknown_times_stay_apart_from_zero() {
+        use crate::model::{KindTotals, MicroBatch, Sequences};
+        // Transfer and micro-batch attention: unknown, zero, and a time, one worker each.
+        let step = |time: Option<Nanos>| {
+            let sequences = Sequences { attention: time, ..Sequences::default() };
+            let micro_batches = vec![MicroBatch { sequences, ..MicroBatch::default() }];
+            let mut totals = KindTotals::default();
+            totals.add(SpanKind::Communication, 100);
+            (WorkerStep { step: 1, duration: 100, totals, transfer: time, ..WorkerStep::default() }, micro_batches, [])
+        };
+        let times = [None, Some(0), Some(7)];
+        let workers =
+            times.iter().zip(0..).map(|(&t, rank)| Worker { rank, ..Worker::default() }.with_steps([step(t)]));
+        let f = build(&Job { workers: workers.collect() });
+        let seen: Vec<(Option<Nanos>, Vec<Option<Nanos>>)> = (0..3)
+            .filter_map(|w| f.cell(0, w))
+            .map(|c| (c.transfer, f.micro_batches_of(&c).map(|m| m.attention).collect()))
+            .collect();
+        let expected: Vec<(Option<Nanos>, Vec<Option<Nanos>>)> = times.iter().map(|&t| (t, vec![t])).collect();
+        assert_eq!(seen, expected);
+    }
+
+    #[test]
     fn cells_find_their_rows_whatever_steps_each_worker_has() {
         use crate::model::MicroBatch;
         // Worker 0 has steps 1–3, worker 1 steps 2, 4 and 5 (a gap); micro-batch forward times
