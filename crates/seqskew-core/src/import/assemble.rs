@@ -105,12 +105,12 @@ fn keep_fuller(kept: &mut Worker, other: Worker) -> Diagnostic {
         String::new()
     };
     // The page knows dropped files by name alone: two folders' copies may share one.
-    let other = if ignored.source == kept.source { "another file of that name" } else { kept.source.as_str() };
+    let kept_in = if ignored.source == kept.source { "another file of that name" } else { kept.source.as_str() };
     Diagnostic::new(
         Severity::Warning,
         &ignored.source,
         None,
-        format!("rank {} is also in {other}{more}; this copy was ignored", ignored.rank),
+        format!("rank {} is also in {kept_in}{more}; this copy was ignored", ignored.rank),
     )
 }
 
