@@ -325,19 +325,13 @@ impl<'a> Row<'a> {
         self.present.is_empty()
     }
 
-    /// Cell `i`'s work ([`Cell::work`]), where present.
-    pub fn work(&self, i: usize) -> Option<Nanos> {
-        let at = |column: &[Nanos]| column.get(i).copied().unwrap_or(0);
-        self.present
-            .get(i)
-            .copied()
-            .unwrap_or(false)
-            .then(|| at(self.compute) + at(self.optimizer) + at(self.stall) + at(self.other))
-    }
-
-    /// Cell `i`'s works, in order.
+    /// Each cell's work ([`Cell::work`]) where present, in order. The columns are zipped
+    /// rather than indexed: this runs for every worker-step several times.
     pub fn works(self) -> impl Iterator<Item = Option<Nanos>> + 'a {
-        (0..self.len()).map(move |i| self.work(i))
+        let cells = self.present.iter().zip(self.compute).zip(self.optimizer).zip(self.stall).zip(self.other);
+        cells.map(|((((&present, &compute), &optimizer), &stall), &other)| {
+            present.then_some(compute + optimizer + stall + other)
+        })
     }
 
     pub fn cell(&self, i: usize) -> Option<Cell> {
@@ -369,11 +363,6 @@ impl<'a> Row<'a> {
     pub fn micro_batch_span(&self, i: usize) -> Range<usize> {
         let MicroBatchRange { start, end, .. } = self.micro_batches(i);
         span(start, end)
-    }
-
-    /// Cell `i`'s micro-batches, column by column.
-    pub fn micro_batch_run(&self, i: usize) -> MicroBatchRun<'a> {
-        self.part_micro_batches.slice(self.micro_batch_span(i))
     }
 
     /// The present cells, with their indices, in order.
@@ -444,6 +433,11 @@ impl<'a> MicroBatchRun<'a> {
 
     pub fn is_empty(&self) -> bool {
         self.forward.is_empty()
+    }
+
+    /// Micro-batch `i`'s forward and backward time ([`MicroBatchCell::compute`]).
+    pub fn compute(&self, i: usize) -> Nanos {
+        self.forward.get(i).copied().unwrap_or(0) + self.backward.get(i).copied().unwrap_or(0)
     }
 
     pub fn get(&self, i: usize) -> MicroBatchCell {
@@ -855,7 +849,6 @@ mod tests {
                 assert_eq!(forwards, expected, "step {s} worker {w}");
                 // The same through the row's view of its part's micro-batches.
                 let row = f.row(si);
-                assert_eq!(row.micro_batch_run(w as usize).forward, expected, "step {s} worker {w}");
                 let span = row.micro_batch_span(w as usize);
                 assert_eq!(row.part_micro_batches.forward.get(span), Some(&expected[..]), "step {s} worker {w}");
                 in_order.extend(expected);

@@ -47,6 +47,13 @@ struct SlotTimes {
     expected: Option<f64>,
 }
 
+/// One slot of a step, to write ([`StepSlots::slot_mut`]).
+struct SlotMut<'a> {
+    times: &'a mut SlotTimes,
+    passes: &'a mut [(f64, f64)],
+    expected_passes: &'a mut [f64],
+}
+
 /// One slot of a step.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Slot<'a> {
@@ -131,12 +138,14 @@ impl StepSlots {
         (0..self.slots.len()).filter_map(move |i| Some(((i / dps, i % dps), self.at(i)?)))
     }
 
-    /// Makes slot (p, d) present with these times; its passes are then written with
-    /// [`StepSlots::passes_mut`].
-    pub fn set(&mut self, at: (usize, usize), stall: f64, tail: f64, comm: f64, expected: Option<f64>) {
-        if let Some(t) = self.index(at).and_then(|i| self.slots.get_mut(i)) {
-            *t = SlotTimes { present: true, expected_passes: t.expected_passes, stall, tail, comm, expected };
-        }
+    /// Slot `i` (stage-major) to write whole: its times, passes and expected passes.
+    fn slot_mut(&mut self, i: usize) -> Option<SlotMut<'_>> {
+        let passes = self.passes_of(i);
+        Some(SlotMut {
+            times: self.slots.get_mut(i)?,
+            passes: self.passes.get_mut(passes.clone())?,
+            expected_passes: self.expected_passes.get_mut(passes)?,
+        })
     }
 
     /// Sets a present slot's stall and tail.
@@ -150,16 +159,6 @@ impl StepSlots {
     pub fn passes_mut(&mut self, at: (usize, usize)) -> &mut [(f64, f64)] {
         let range = self.index(at).map(|i| self.passes_of(i)).unwrap_or_default();
         self.passes.get_mut(range).unwrap_or_default()
-    }
-
-    /// Slot (p, d)'s expected passes, to write; they count once written.
-    pub fn expected_passes_mut(&mut self, at: (usize, usize)) -> &mut [f64] {
-        let Some(i) = self.index(at) else { return &mut [] };
-        if let Some(t) = self.slots.get_mut(i) {
-            t.expected_passes = true;
-        }
-        let range = self.passes_of(i);
-        self.expected_passes.get_mut(range).unwrap_or_default()
     }
 }
 
@@ -245,33 +244,40 @@ impl Steps for FromFrame<'_> {
         let mut transfers = Vec::new();
         let at = |column: &[Nanos], wi: usize| column.get(wi).copied().unwrap_or(0) as f64;
         let mbs = row.part_micro_batches;
+        let mb_fit = self.mb_fit.filter(|_| uniform);
         for (p, stage) in best.chunks(dps).enumerate() {
             let mut present = 0usize;
             transfers.clear();
             for (d, &(wi, _)) in stage.iter().enumerate().filter_map(|(d, b)| Some((d, b.as_ref()?))) {
                 present += 1;
                 transfers.extend(row.transfer.get(wi).copied().flatten().map(|t| t as f64));
+                let Some(slot) = out.slot_mut(p * dps + d) else { continue };
                 // Its micro-batches are read from the part's columns directly (this runs for
                 // every worker-step, twice).
                 let span = row.micro_batch_span(wi);
                 let compute = at(row.compute, wi);
-                let passes = out.passes_mut((p, d));
                 if uniform {
                     let forward = mbs.forward.get(span.clone()).unwrap_or_default();
                     let backward = mbs.backward.get(span.clone()).unwrap_or_default();
-                    for ((pass, &f), &b) in passes.iter_mut().zip(forward).zip(backward) {
+                    for ((pass, &f), &b) in slot.passes.iter_mut().zip(forward).zip(backward) {
                         *pass = (f as f64, b as f64);
                     }
-                } else if let Some(pass) = passes.first_mut() {
+                } else if let Some(pass) = slot.passes.first_mut() {
                     *pass = (compute, 0.0);
                 }
-                let in_passes: f64 = passes.iter().map(|p| p.0 + p.1).sum();
-                let tail = at(row.optimizer, wi) + at(row.other, wi) + (compute - in_passes).max(0.0);
+                let in_passes: f64 = slot.passes.iter().map(|p| p.0 + p.1).sum();
                 let comm = at(row.collectives, wi);
-                let expected = self.fit.filter(|_| row.seq.known(wi)).map(|f| f.predict(&row.seq.get(wi)));
-                out.set((p, d), at(row.stall, wi), tail, comm, expected);
-                if let Some(f) = self.mb_fit.filter(|_| uniform && span.clone().all(|m| mbs.seq.known(m))) {
-                    for (m, e) in span.zip(out.expected_passes_mut((p, d))) {
+                *slot.times = SlotTimes {
+                    present: true,
+                    expected_passes: false,
+                    stall: at(row.stall, wi),
+                    tail: at(row.optimizer, wi) + at(row.other, wi) + (compute - in_passes).max(0.0),
+                    comm,
+                    expected: self.fit.filter(|_| row.seq.known(wi)).map(|f| f.predict(&row.seq.get(wi))),
+                };
+                if let Some(f) = mb_fit.filter(|_| span.clone().all(|m| mbs.seq.known(m))) {
+                    slot.times.expected_passes = true;
+                    for (m, e) in span.zip(slot.expected_passes) {
                         *e = f.predict(&mbs.seq.get(m)).max(0.0);
                     }
                 }
@@ -313,11 +319,19 @@ impl StepSlots {
             for (d, s) in row.iter().enumerate() {
                 let Some(s) = s else { continue };
                 assert_eq!(s.passes.len(), passes, "every slot of a step has as many passes");
-                step.set((p, d), s.stall, s.tail, s.comm, s.expected);
-                step.passes_mut((p, d)).copy_from_slice(&s.passes);
+                let slot = step.slot_mut(p * dps + d).expect("a slot of the step's shape");
+                slot.passes.copy_from_slice(&s.passes);
                 if let Some(e) = &s.expected_passes {
-                    step.expected_passes_mut((p, d)).copy_from_slice(e);
+                    slot.expected_passes.copy_from_slice(e);
                 }
+                *slot.times = SlotTimes {
+                    present: true,
+                    expected_passes: s.expected_passes.is_some(),
+                    stall: s.stall,
+                    tail: s.tail,
+                    comm: s.comm,
+                    expected: s.expected,
+                };
             }
         }
         step.transfer = transfer.to_vec();
