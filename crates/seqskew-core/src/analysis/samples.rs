@@ -101,7 +101,7 @@ pub fn take(frame: &Frame) -> Samples {
                     cell_costs.offer(|| (row.seq.get(i), compute as f64));
                 }
                 // Its micro-batches are read from the part's columns directly (slicing every
-                // column for each cell was a twentieth of the diagnosis).
+                // column for each cell was a twentieth of the diagnosis's instructions).
                 let mbs = row.part_micro_batches;
                 for m in row.micro_batch_span(i) {
                     let compute = mbs.compute(m);
