@@ -138,8 +138,9 @@ impl StepSlots {
         (0..self.slots.len()).filter_map(move |i| Some(((i / dps, i % dps), self.at(i)?)))
     }
 
-    /// Slot `i` (stage-major) to write whole: its times, passes and expected passes.
-    fn slot_mut(&mut self, i: usize) -> Option<SlotMut<'_>> {
+    /// Slot (p, d) to write whole: its times, passes and expected passes.
+    fn slot_mut(&mut self, at: (usize, usize)) -> Option<SlotMut<'_>> {
+        let i = self.index(at)?;
         let passes = self.passes_of(i);
         Some(SlotMut {
             times: self.slots.get_mut(i)?,
@@ -251,7 +252,7 @@ impl Steps for FromFrame<'_> {
             for (d, &(wi, _)) in stage.iter().enumerate().filter_map(|(d, b)| Some((d, b.as_ref()?))) {
                 present += 1;
                 transfers.extend(row.transfer.get(wi).copied().flatten().map(|t| t as f64));
-                let Some(slot) = out.slot_mut(p * dps + d) else { continue };
+                let Some(slot) = out.slot_mut((p, d)) else { continue };
                 // Its micro-batches are read from the part's columns directly (this runs for
                 // every worker-step, twice).
                 let span = row.micro_batch_span(wi);
@@ -319,7 +320,7 @@ impl StepSlots {
             for (d, s) in row.iter().enumerate() {
                 let Some(s) = s else { continue };
                 assert_eq!(s.passes.len(), passes, "every slot of a step has as many passes");
-                let slot = step.slot_mut(p * dps + d).expect("a slot of the step's shape");
+                let slot = step.slot_mut((p, d)).expect("a slot of the step's shape");
                 slot.passes.copy_from_slice(&s.passes);
                 if let Some(e) = &s.expected_passes {
                     slot.expected_passes.copy_from_slice(e);
