@@ -19,6 +19,9 @@ fn step_fields(w: &Worker, s: &WorkerStep) -> Vec<(&'static str, String)> {
     let t = &s.totals;
     let mut f = vec![("v", STEPLOG_VERSION.to_string()), ("step", s.step.to_string()), ("rank", w.rank.to_string())];
     coords(w, &mut f);
+    if let Some(world) = w.world_size {
+        f.push(("world_size", world.to_string()));
+    }
     f.push(("start_s", seconds(s.start)));
     f.push(("step_s", seconds(s.duration)));
     // compute_s is all compute, attention included; attn_s says how much of it was attention.
@@ -120,7 +123,7 @@ pub fn write_steplog_jsonl(job: &Job, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 27] = [
+pub const CSV_COLUMNS: [&str; 28] = [
     "v",
     "step",
     "rank",
@@ -130,6 +133,7 @@ pub const CSV_COLUMNS: [&str; 27] = [
     "tp",
     "cp",
     "host",
+    "world_size",
     "start_s",
     "step_s",
     "compute_s",
@@ -178,5 +182,23 @@ mod tests {
         assert_eq!(seconds(1_500_000_000), "1.500000000");
         assert_eq!(seconds(-42), "-0.000000042");
         assert_eq!(seconds(1_790_857_026_123_456_789), "1790857026.123456789");
+    }
+
+    #[test]
+    fn the_job_size_survives_a_summary() {
+        use crate::import::{assemble, import_bytes};
+        use crate::model::WorkerStep;
+        // Rank 2 of a job of four, summarised alone: read back, ranks 0, 1 and 3 are missing.
+        let step = WorkerStep { step: 7, duration: 1_000, ..WorkerStep::default() };
+        let worker = Worker { rank: 2, world_size: Some(4), ..Worker::default() }.with_steps([(step, [], [])]);
+        let job = Job { workers: vec![worker] };
+        let (mut jsonl, mut csv) = (Vec::new(), Vec::new());
+        write_steplog_jsonl(&job, &mut jsonl).unwrap();
+        write_steplog_csv(&job, &mut csv).unwrap();
+        for (name, bytes) in [("summary.jsonl", jsonl), ("summary.csv", csv)] {
+            let read = assemble(&[import_bytes(name, &bytes)]).job;
+            let ranks: Vec<(u32, Option<u32>)> = read.workers.iter().map(|w| (w.rank, w.world_size)).collect();
+            assert_eq!((ranks, read.missing_ranks()), (vec![(2, Some(4))], vec![0, 1, 3]), "{name}");
+        }
     }
 }

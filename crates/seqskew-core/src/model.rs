@@ -23,6 +23,10 @@ pub struct Worker {
     pub rank: u32,
     pub coords: Coords,
     pub host: Option<String>,
+    /// How many ranks the whole job had, where the worker's input says (Kineto's
+    /// `distributedInfo.world_size`): the ranks not loaded are then known to be missing.
+    #[serde(default)]
+    pub world_size: Option<u32>,
     /// Name of the file this worker came from (for messages and the report).
     pub source: String,
     /// Sorted by step number, one entry per step.
@@ -433,6 +437,21 @@ pub fn varlen_sum_sq_bounds(documents: u64, tokens: u64, max_len: u32) -> (u64, 
 }
 
 impl Job {
+    /// How many ranks the job had, where its inputs say (the most any worker's input says).
+    pub fn world_size(&self) -> Option<u32> {
+        self.workers.iter().filter_map(|w| w.world_size).max()
+    }
+
+    /// The ranks below [`Job::world_size`] that no worker has, sorted.
+    pub fn missing_ranks(&self) -> Vec<u32> {
+        let Some(world) = self.world_size() else { return Vec::new() };
+        let mut loaded: Vec<u32> = self.workers.iter().map(|w| w.rank).filter(|&r| r < world).collect();
+        loaded.sort_unstable();
+        loaded.dedup();
+        let mut loaded = loaded.into_iter().peekable();
+        (0..world).filter(|r| loaded.next_if_eq(r).is_none()).collect()
+    }
+
     pub fn steps(&self) -> Vec<u64> {
         // Each worker's steps are sorted and distinct (the invariant of `Worker::steps`), and
         // workers mostly have the same ones: merge each list in only when it differs from the

@@ -51,6 +51,10 @@ pub struct JobInfo {
     pub has_sequence_lengths: bool,
     /// `unknown`, `varlen_bounds`, `dense_shapes` or `exact`.
     pub sequence_knowledge: String,
+    /// How many ranks the job had, where the traces say (Kineto's `distributedInfo.world_size`);
+    /// more than `workers` when some ranks' traces are missing.
+    #[serde(default)]
+    pub world_size: Option<u32>,
     pub first_step: Option<u64>,
     pub last_step: Option<u64>,
     /// Job-level findings: duplicates, missing ranks, clock alignment.
@@ -221,10 +225,14 @@ impl Report {
     pub(crate) fn summary_points(&self, text: impl Fn(&str) -> String, strong: impl Fn(&str) -> String) -> Vec<String> {
         let s = &self.slowdown;
         let j = &self.job;
+        // "1 of 8 ranks" where the traces name ranks that are missing.
+        let workers = match j.world_size {
+            Some(world) if world as usize > j.workers => format!("{} of {world} ranks", j.workers),
+            _ => format!("{} {}", j.workers, if j.workers == 1 { "worker" } else { "workers" }),
+        };
         let mut points = vec![
             format!(
-                "Job: {} workers (dp {} × pp {}), {} steps, sequence lengths: {}",
-                j.workers,
+                "Job: {workers} (dp {} × pp {}), {} steps, sequence lengths: {}",
                 j.dp,
                 j.pp,
                 j.steps,

@@ -245,6 +245,15 @@ fn cases() -> Vec<Case> {
             Expect { format: Some(Format::StepLogJsonl), workers: &[(0, &[1, 2]), (1, &[1, 2])], diags: &[] },
         ),
         case(
+            "small-world.jsonl",
+            r#"{"step": 1, "rank": 3, "step_s": 0.5, "world_size": 2}"#,
+            Expect {
+                format: Some(Format::StepLogJsonl),
+                workers: &[(3, &[1])],
+                diags: &[(Warning, "rank 3: world_size 2 is not above the rank; ignored")],
+            },
+        ),
+        case(
             "steps.csv",
             CSV,
             Expect { format: Some(Format::StepLogCsv), workers: &[(0, &[1, 2]), (1, &[1, 2])], diags: &[] },
@@ -397,6 +406,16 @@ fn cases() -> Vec<Case> {
                 workers: &[(UNKNOWN_RANK, STEPS_1_2_3)],
                 diags: &[(Warning, "distributedInfo.rank -1 is not a rank number")],
             },
+        ),
+        case(
+            "bad-world-size.json",
+            kineto_with(r#" "distributedInfo": {"rank": 3, "world_size": 0},"#, STEP_EVENTS),
+            kineto_rank3(&[(Warning, "distributedInfo.world_size 0 is not a rank count; ignored")]),
+        ),
+        case(
+            "small-world.json",
+            kineto_with(r#" "distributedInfo": {"rank": 3, "world_size": "3"},"#, STEP_EVENTS),
+            kineto_rank3(&[(Warning, "distributedInfo.world_size 3 is not above its rank 3; ignored")]),
         ),
         // Overlapping steps are clipped (the durations are checked below).
         case(
@@ -654,8 +673,8 @@ fn two_files_claiming_one_rank() {
     let second = import_bytes("b/rank3.pt.trace.json", &kineto());
     let out = assemble(&[first.clone(), second]);
     assert_eq!(out.job.workers, first.workers, "the first file's rank 3 is kept as it was");
-    let d = out.diagnostics.iter().find(|d| d.severity == Severity::Warning).expect("a warning");
-    assert_eq!(d.file, "b/rank3.pt.trace.json", "{d}");
+    let d = out.diagnostics.iter().find(|d| d.message.contains("this copy was ignored")).expect("a warning");
+    assert_eq!((d.severity, d.file.as_str()), (Severity::Warning, "b/rank3.pt.trace.json"), "{d}");
     assert!(d.message.contains("rank 3 is also in a/rank3.pt.trace.json; this copy was ignored"), "{d}");
 }
 
@@ -982,4 +1001,25 @@ fn a_rejected_gzip_file_is_not_called_truncated() {
         assert!(!import.diagnostics.iter().any(|d| d.message.contains("ends early")), "{}", listing(import));
     }
     assert_eq!(whole.stats, chunked.stats);
+}
+
+#[test]
+fn ranks_missing_from_the_job_are_named() {
+    // Rank 3 of four, its world size as a string: ranks 0-2 are missing.
+    let quoted = kineto_with(r#" "distributedInfo": {"rank": "3", "world_size": "4"},"#, STEP_EVENTS);
+    let alone = assemble(&[import_bytes("rank3.pt.trace.json", &quoted)]);
+    assert_eq!(alone.job.world_size(), Some(4));
+    let d = alone.diagnostics.iter().find(|d| d.message.contains("missing")).expect("a warning");
+    assert_eq!((d.severity, d.file.as_str()), (Severity::Warning, ""), "{d}");
+    assert!(d.message.contains("a job of 4 ranks, and only rank 3 is here: ranks 0-2 are missing"), "{d}");
+    // With every rank there, nothing is missing.
+    let all: Vec<FileImport> = (0..4)
+        .map(|r| {
+            let header = format!(r#" "distributedInfo": {{"rank": {r}, "world_size": 4}},"#);
+            import_bytes(&format!("rank{r}.pt.trace.json"), &kineto_with(&header, STEP_EVENTS))
+        })
+        .collect();
+    let whole = assemble(&all);
+    assert_eq!((whole.job.workers.len(), whole.job.missing_ranks()), (4, vec![]));
+    assert!(whole.diagnostics.iter().all(|d| !d.message.contains("missing")), "{:?}", whole.diagnostics);
 }

@@ -83,3 +83,44 @@ fn a_rank_that_sleeps_is_a_slow_worker() {
     "#]],
     );
 }
+
+/// One rank of an 8-rank ResNet job: two thirds of its step is in collectives, and how long
+/// varies from step to step. With the other seven ranks missing, that may be waiting for them:
+/// no verdict of slow communication.
+#[test]
+fn one_rank_of_eight_is_not_enough_to_blame_communication() {
+    let file = "tracelens_mi300/resnet_act_checkpoint.json.gz";
+    expect![[r#"
+        inconclusive (low): S 1.30, 0.02 s lost
+        by cause: communication 1.00
+        passed: 
+        initiators: 0 distinct, dominance 0.00, top []
+        what-if: 
+    "#]]
+    .assert_eq(&diagnose(&[file]));
+    let import = import_fixture(file, usize::MAX);
+    let report = analyze(&assemble(std::slice::from_ref(&import)), &[import.summary()]).report;
+    assert_eq!((report.job.workers, report.job.world_size), (1, Some(8)));
+    assert!(report.verdict.headline.contains("only 1 of the job's 8 ranks is loaded"), "{}", report.verdict.headline);
+    let signal = report.signals.iter().find(|s| s.id == "communication_bound").expect("the signal");
+    assert!(!signal.applicable, "{signal:?}");
+    let missing =
+        report.job.diagnostics.iter().map(|d| d.message.as_str()).find(|m| m.contains("ranks 1-7 are missing"));
+    assert!(missing.is_some(), "{:?}", report.job.diagnostics);
+}
+
+/// Ranks 0 and 1 of a 128-rank job (HTA's sampled traces): they barely straggle, and the
+/// report says which ranks it lacks.
+#[test]
+fn two_sampled_ranks_of_128_say_which_are_missing() {
+    let files = ["hta_trace_filter/sampled_rank-0.json.gz", "hta_trace_filter/sampled_rank-1.json.gz"];
+    let imports: Vec<_> = files.iter().map(|f| import_fixture(f, usize::MAX)).collect();
+    let summaries: Vec<_> = imports.iter().map(|i| i.summary()).collect();
+    let report = analyze(&assemble(&imports), &summaries).report;
+    assert_eq!((report.verdict.primary.as_str(), report.job.world_size), ("balanced", Some(128)));
+    let messages: Vec<&str> = report.job.diagnostics.iter().map(|d| d.message.as_str()).collect();
+    assert!(
+        messages.iter().any(|m| m.contains("a job of 128 ranks, and only ranks 0-1 are here: ranks 2-127 are missing")),
+        "{messages:?}"
+    );
+}

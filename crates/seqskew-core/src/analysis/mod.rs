@@ -18,7 +18,7 @@ pub mod views;
 pub mod whatif;
 
 use crate::import::{Assembled, FileSummary};
-use crate::model::SequenceKnowledge;
+use crate::model::{Job, SequenceKnowledge};
 use crate::report::{self, CostModel, Initiators, Input, JobInfo, Report, Slowdown, Straggler, WhatIf, round};
 
 /// The report and what the views plot.
@@ -65,6 +65,21 @@ fn common_directory(inputs: &[FileSummary]) -> Option<String> {
     dirs.iter().all(|d| *d == first).then(|| format!("{first}/"))
 }
 
+/// Why the time workers spend in collectives cannot be split into transfer and waiting, when
+/// it cannot: the traces say the job had ranks that are not loaded, or only one rank is (a
+/// collective's transfer is its end minus its last rank's arrival, and an absent rank's
+/// arrival is unknown).
+pub fn peers_missing(job: &Job) -> Option<String> {
+    let loaded = job.workers.len();
+    match job.world_size() {
+        Some(world) if !job.missing_ranks().is_empty() => {
+            Some(format!("only {loaded} of the job's {world} ranks {} loaded", if loaded == 1 { "is" } else { "are" }))
+        }
+        _ if loaded == 1 => Some("only one rank is loaded".into()),
+        _ => None,
+    }
+}
+
 /// Analyses an assembled job. `inputs` are the files it came from (for the report).
 pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
     let job = &assembled.job;
@@ -92,6 +107,7 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
     let slowdown = if attribution.ideal > 0.0 { attribution.actual / attribution.ideal } else { 1.0 };
 
     let lengths_known = frame.knowledge > SequenceKnowledge::Unknown;
+    let peers_missing = peers_missing(job);
     let signals = signals::all(&signals::Inputs {
         frame: &frame,
         samples: &samples,
@@ -101,6 +117,7 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
         initiators: &initiators,
         shares,
         slowdown,
+        peers_missing: peers_missing.as_deref(),
     });
 
     // Rebalancing what-ifs need every document's length and a usable cost model.
@@ -157,6 +174,7 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
         heaviest_stage,
         fit: ws_fit.as_ref().or(mb_fit.as_ref()),
         whatifs: &whatifs,
+        peers_missing: peers_missing.as_deref(),
     };
     let verdict = verdict::decide(&facts);
     let fix = verdict::fix(&verdict, &facts);
@@ -214,6 +232,7 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
             pp: frame.stages,
             has_sequence_lengths: lengths_known,
             sequence_knowledge: knowledge_name(frame.knowledge).into(),
+            world_size: job.world_size(),
             first_step: frame.steps.first().copied(),
             last_step: frame.steps.last().copied(),
             diagnostics: assembled.diagnostics.clone(),
@@ -256,4 +275,32 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
         .collect();
     let views = views::build(&frame, &ideal_per_step, ws_fit.as_ref(), &initiators);
     Analysis { report, views }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Worker;
+
+    #[test]
+    fn collectives_cannot_be_split_without_every_rank() {
+        let job = |ranks: &[u32], world: Option<u32>| Job {
+            workers: ranks.iter().map(|&rank| Worker { rank, world_size: world, ..Worker::default() }).collect(),
+        };
+        let cases = [
+            (job(&[3], Some(4)), Some("only 1 of the job's 4 ranks is loaded")),
+            (job(&[0, 2], Some(4)), Some("only 2 of the job's 4 ranks are loaded")),
+            (job(&[0], None), Some("only one rank is loaded")),
+            (job(&[0, 1], Some(2)), None),
+            (job(&[0, 1], None), None),
+        ];
+        for (job, expected) in cases {
+            assert_eq!(
+                peers_missing(&job).as_deref(),
+                expected,
+                "{:?}",
+                job.workers.iter().map(|w| w.rank).collect::<Vec<_>>()
+            );
+        }
+    }
 }

@@ -59,6 +59,9 @@ pub struct Inputs<'a> {
     pub shares: [f64; 5],
     /// The slowdown S.
     pub slowdown: f64,
+    /// Why time in collectives cannot be split into transfer and waiting, when it cannot
+    /// ([`super::peers_missing`]).
+    pub peers_missing: Option<&'a str>,
 }
 
 fn signal(id: &str, name: &str, value: f64, threshold: f64, passed: bool, sentence: String) -> Signal {
@@ -412,6 +415,12 @@ fn stage_band(i: &Inputs<'_>) -> Signal {
 /// 6. Communication-bound: transfers (not waiting) take a large part of the step.
 fn communication_bound(i: &Inputs<'_>) -> Signal {
     const ID: &str = "communication_bound";
+    if let Some(why) = i.peers_missing {
+        let sentence = format!(
+            "Time in collectives cannot be split into transfer and waiting: {why}, and that time may be spent waiting for the others."
+        );
+        return not_applicable(ID, "Communication-bound", 0.25, &sentence);
+    }
     let transfer = median(&i.factors.transfer);
     let steps = i.attribution.per_step.len().max(1) as f64;
     let step = i.attribution.measured / steps;

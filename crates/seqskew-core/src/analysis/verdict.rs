@@ -12,6 +12,9 @@ pub const STRAGGLING: f64 = 1.10;
 pub const RESTORATIONS: [&str; 5] =
     ["pipeline_stage_imbalance", "slow_worker", "sequence_length_imbalance", "host_stall", "communication"];
 
+/// Where communication is in [`RESTORATIONS`].
+const COMMUNICATION: usize = 4;
+
 /// What the verdict needs to know beyond the signals.
 pub struct Facts<'a> {
     pub slowdown: f64,
@@ -27,6 +30,9 @@ pub struct Facts<'a> {
     pub heaviest_stage: Option<(usize, f64)>,
     pub fit: Option<&'a Fit>,
     pub whatifs: &'a WhatIfs,
+    /// Why time in collectives cannot be split into transfer and waiting, when it cannot
+    /// ([`super::peers_missing`]).
+    pub peers_missing: Option<&'a str>,
 }
 
 fn passed(signals: &[Signal], id: &str) -> bool {
@@ -103,11 +109,28 @@ pub fn decide(f: &Facts<'_>) -> Verdict {
     let Some(&(top, share)) = ranked.first().filter(|r| r.1 > 0.0) else {
         return inconclusive(s, evidence, "the replay found no part of the step to blame");
     };
+    // Collectives that take long, seen from some of their ranks only, may be waiting for the
+    // others: no verdict of slow communication (nor any other) from them.
+    if let (COMMUNICATION, Some(why)) = (top, f.peers_missing) {
+        let mut v = inconclusive(
+            s,
+            evidence,
+            &format!(
+                "the time is in collectives, and {why}, so slow transfers cannot be told apart from waiting for a rank that is not here"
+            ),
+        );
+        v.to_confirm = Some(
+            "Analyse every rank's trace together, so that each collective's transfer is told apart from waiting for its last rank.".into(),
+        );
+        return v;
+    }
     let primary = RESTORATIONS.get(top).copied().unwrap_or("inconclusive").to_owned();
     let contributing: Vec<CauseShare> = ranked
         .iter()
         .skip(1)
-        .filter(|&&(i, sh)| sh >= 0.15 && (i != 2 || seq_supported))
+        .filter(|&&(i, sh)| {
+            sh >= 0.15 && (i != 2 || seq_supported) && (i != COMMUNICATION || f.peers_missing.is_none())
+        })
         .map(|&(i, sh)| CauseShare {
             cause: RESTORATIONS.get(i).copied().unwrap_or("inconclusive").to_owned(),
             share: round(sh, 3),

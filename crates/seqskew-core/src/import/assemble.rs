@@ -90,8 +90,39 @@ fn assemble_workers(all: impl Iterator<Item = Worker>) -> Assembled {
     align_clocks(&mut workers, &mut diagnostics);
     measure_transfers(&mut workers);
     report_step_mismatches(&workers, &mut diagnostics);
+    let job = Job { workers };
+    diagnostics.extend(missing_ranks(&job));
     diagnostics.sort();
-    Assembled { job: Job { workers }, diagnostics }
+    Assembled { job, diagnostics }
+}
+
+/// When the traces say the job had more ranks than were loaded (one rank's trace, or a
+/// sample of ranks), names those missing: the time the loaded ranks spent in collectives may
+/// be waiting for them.
+fn missing_ranks(job: &Job) -> Option<Diagnostic> {
+    let missing: Vec<u64> = job.missing_ranks().into_iter().map(u64::from).collect();
+    let world = job.world_size()?;
+    let mut loaded: Vec<u64> = job.workers.iter().map(|w| u64::from(w.rank)).collect();
+    loaded.sort_unstable();
+    // "rank 3 is" or "ranks 0-2 are".
+    let ranks = |r: &[u64]| {
+        let (noun, verb) = if r.len() == 1 { ("rank", "is") } else { ("ranks", "are") };
+        format!("{noun} {} {verb}", crate::text::compact_ranges(r))
+    };
+    (!missing.is_empty()).then(|| {
+        Diagnostic::new(
+            Severity::Warning,
+            "",
+            None,
+            format!(
+                "the traces come from a job of {world} ranks, and only {} here: {} missing, so time in \
+                 collectives cannot be told apart from waiting for them; add every rank's trace for \
+                 the full diagnosis",
+                ranks(&loaded),
+                ranks(&missing)
+            ),
+        )
+    })
 }
 
 /// Of two copies of one rank, keeps in `kept` the one with more steps (a file cut short by a

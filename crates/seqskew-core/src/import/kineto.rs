@@ -82,6 +82,8 @@ struct StepTime {
 pub struct KinetoBuilder {
     file: String,
     rank: Option<u32>,
+    /// `distributedInfo.world_size`, where it is a rank count.
+    world_size: Option<u32>,
     host: Option<String>,
     base_ns: Nanos,
     steps: Vec<StepMark>,
@@ -185,6 +187,7 @@ impl KinetoBuilder {
         KinetoBuilder {
             file: file.to_owned(),
             rank: None,
+            world_size: None,
             host: None,
             base_ns: 0,
             steps: Vec::new(),
@@ -747,17 +750,34 @@ impl TraceBuilder for KinetoBuilder {
                 struct Dist<'a> {
                     #[serde(borrow, default)]
                     rank: Option<&'a RawValue>,
+                    #[serde(borrow, default)]
+                    world_size: Option<&'a RawValue>,
                 }
+                // Either may be a string of digits.
+                let number = |raw: &RawValue| to_u64(raw.get()).and_then(|n| u32::try_from(n).ok());
                 match serde_json::from_str::<Dist<'_>>(value.get()) {
-                    Ok(Dist { rank: Some(r) }) => match to_u64(r.get()).and_then(|r| u32::try_from(r).ok()) {
-                        Some(r) => self.rank = Some(r),
-                        None => diags.push(
-                            Severity::Warning,
-                            None,
-                            format!("distributedInfo.rank {} is not a rank number", r.get()),
-                        ),
-                    },
-                    Ok(_) => {}
+                    Ok(Dist { rank, world_size }) => {
+                        if let Some(r) = rank {
+                            match number(r) {
+                                Some(r) => self.rank = Some(r),
+                                None => diags.push(
+                                    Severity::Warning,
+                                    None,
+                                    format!("distributedInfo.rank {} is not a rank number", r.get()),
+                                ),
+                            }
+                        }
+                        if let Some(w) = world_size {
+                            match number(w).filter(|&w| w > 0) {
+                                Some(w) => self.world_size = Some(w),
+                                None => diags.push(
+                                    Severity::Warning,
+                                    None,
+                                    format!("distributedInfo.world_size {} is not a rank count; ignored", w.get()),
+                                ),
+                            }
+                        }
+                    }
                     Err(e) => diags.push(Severity::Warning, None, format!("distributedInfo is malformed: {e}")),
                 }
             }
@@ -846,8 +866,17 @@ impl TraceBuilder for KinetoBuilder {
             steps.push((step, list));
         }
         steps.sort_by_key(|(s, _)| s.step);
+        let world_size = self.world_size.filter(|&w| match self.rank {
+            Some(r) if r >= w => {
+                let msg = format!("distributedInfo.world_size {w} is not above its rank {r}; ignored");
+                diags.push(Severity::Warning, None, msg);
+                false
+            }
+            _ => true,
+        });
         let mut worker = Worker {
             rank: rank.unwrap_or(u32::MAX),
+            world_size,
             host: self.host.clone(),
             source: self.file.clone(),
             ..Worker::default()

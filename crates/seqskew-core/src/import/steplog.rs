@@ -49,6 +49,7 @@ struct Row {
     mb: Option<u32>,
     coords: Coords,
     host: Option<String>,
+    world_size: Option<u32>,
     /// Nanoseconds per field of [`TIME_FIELDS`]; bit `i` of `given` says whether field `i`
     /// was given (half the size of an array of options: rows are held until the end).
     times: [Nanos; TIME_FIELDS.len()],
@@ -128,6 +129,10 @@ fn set_field(row: &mut Row, key: &str, value: &str, seen: &mut (bool, bool)) -> 
         "tp" => row.coords.tp = Some(small(value)?),
         "cp" => row.coords.cp = Some(small(value)?),
         "host" => row.host = Some(value.trim_matches('"').to_owned()),
+        "world_size" => match small(value)? {
+            0 => return Err(format!("{key} = {value} is not a rank count")),
+            w => row.world_size = Some(w),
+        },
         "tokens" => row.tokens = Some(int(value)?),
         "padded" => row.padded = matches!(value.trim_matches('"'), "1" | "true" | "True" | "TRUE"),
         "docs" => row.docs = Some(int(value)?),
@@ -241,7 +246,16 @@ impl Rows {
         while let Some(first) = rows.next() {
             let (rank, step) = (first.rank, first.step);
             if workers.last().is_none_or(|w| w.rank != rank) {
-                workers.push(Worker { rank, source: self.file.clone(), ..Worker::default() });
+                // The job's rank count, as the worker's first row says (when above its rank).
+                let world_size = first.world_size.filter(|&world| {
+                    let fits = world > rank;
+                    if !fits {
+                        let msg = format!("rank {rank}: world_size {world} is not above the rank; ignored");
+                        diags.push(Severity::Warning, Some(Location::Line(first.line)), msg);
+                    }
+                    fits
+                });
+                workers.push(Worker { rank, world_size, source: self.file.clone(), ..Worker::default() });
                 clock = 0;
             }
             let Some(worker) = workers.last_mut() else { continue };
@@ -685,7 +699,7 @@ mod tests {
 
     #[test]
     fn jsonl_lines_are_objects_or_named_problems() {
-        let cases: [(&str, bool, &[&str]); 7] = [
+        let cases: [(&str, bool, &[&str]); 8] = [
             (r#"{"step": 1, "rank": 0, "step_s": 0.5, "loss": NaN}"#, true, &[]),
             (r#"  {"step": 1, "rank": 0, "host": "n\u00e9", "lengths": [3, 4]}  "#, true, &[]),
             (r#"{"step": 1, "rank": 0} {"step": 2}"#, false, &["more after the object's closing brace"]),
@@ -693,6 +707,11 @@ mod tests {
             (r#"[1, 2]"#, false, &["expected an object"]),
             (r#"{"step": 1, "rank": 0, "step_s": "x"}"#, true, &["step_s = x"]),
             ("{\"step\": 1, \"rank\": 0, \"host\": \"a\tb\"}", true, &["host: a control character"]),
+            (
+                r#"{"step": 1, "rank": 0, "step_s": 0.5, "world_size": 0}"#,
+                true,
+                &["world_size = 0 is not a rank count"],
+            ),
         ];
         for (line, kept, messages) in cases {
             let mut rows = Rows::default();
