@@ -24,7 +24,8 @@ pub struct Worker {
     pub coords: Coords,
     pub host: Option<String>,
     /// How many ranks the whole job had, where the worker's input says (Kineto's
-    /// `distributedInfo.world_size`): the ranks not loaded are then known to be missing.
+    /// `distributedInfo.world_size`, a step log's `world_size`): the ranks not loaded are then
+    /// known to be missing.
     #[serde(default)]
     pub world_size: Option<u32>,
     /// Name of the file this worker came from (for messages and the report).

@@ -51,8 +51,8 @@ pub struct JobInfo {
     pub has_sequence_lengths: bool,
     /// `unknown`, `varlen_bounds`, `dense_shapes` or `exact`.
     pub sequence_knowledge: String,
-    /// How many ranks the job had, where the traces say (Kineto's `distributedInfo.world_size`);
-    /// more than `workers` when some ranks' traces are missing.
+    /// How many ranks the job had, where the inputs say (Kineto's `distributedInfo.world_size`,
+    /// a step log's `world_size`); more than `workers` when some ranks' traces are missing.
     #[serde(default)]
     pub world_size: Option<u32>,
     pub first_step: Option<u64>,

@@ -100,29 +100,30 @@ fn assemble_workers(all: impl Iterator<Item = Worker>) -> Assembled {
 /// sample of ranks), names those missing: the time the loaded ranks spent in collectives may
 /// be waiting for them.
 fn missing_ranks(job: &Job) -> Option<Diagnostic> {
-    let missing: Vec<u64> = job.missing_ranks().into_iter().map(u64::from).collect();
     let world = job.world_size()?;
-    let mut loaded: Vec<u64> = job.workers.iter().map(|w| u64::from(w.rank)).collect();
-    loaded.sort_unstable();
+    let missing: Vec<u64> = job.missing_ranks().into_iter().map(u64::from).collect();
+    if missing.is_empty() {
+        return None;
+    }
+    // In rank order, as assembled.
+    let loaded: Vec<u64> = job.workers.iter().map(|w| u64::from(w.rank)).collect();
     // "rank 3 is" or "ranks 0-2 are".
     let ranks = |r: &[u64]| {
         let (noun, verb) = if r.len() == 1 { ("rank", "is") } else { ("ranks", "are") };
         format!("{noun} {} {verb}", crate::text::compact_ranges(r))
     };
-    (!missing.is_empty()).then(|| {
-        Diagnostic::new(
-            Severity::Warning,
-            "",
-            None,
-            format!(
-                "the traces come from a job of {world} ranks, and only {} here: {} missing, so time in \
-                 collectives cannot be told apart from waiting for them; add every rank's trace for \
-                 the full diagnosis",
-                ranks(&loaded),
-                ranks(&missing)
-            ),
-        )
-    })
+    Some(Diagnostic::new(
+        Severity::Warning,
+        "",
+        None,
+        format!(
+            "the traces come from a job of {world} ranks, and only {} here: {} missing, so time in \
+             collectives cannot be told apart from waiting for them; add every rank's trace for the \
+             full diagnosis",
+            ranks(&loaded),
+            ranks(&missing)
+        ),
+    ))
 }
 
 /// Of two copies of one rank, keeps in `kept` the one with more steps (a file cut short by a
