@@ -250,7 +250,7 @@ fn cases() -> Vec<Case> {
             Expect {
                 format: Some(Format::StepLogJsonl),
                 workers: &[(3, &[1])],
-                diags: &[(Warning, "rank 3: world_size 2 is not above the rank; ignored")],
+                diags: &[(Warning, "world_size 2 is not above its rank 3; ignored")],
             },
         ),
         case(

@@ -14,7 +14,7 @@ use super::names::{NameCache, collective_op, is_attention, is_backend_collective
 use super::numbers::{digits, leading_digits, to_nanos, to_u64};
 use super::timeline::{Piece, bucket, partition};
 use super::trace_event::{RawText, Str};
-use super::vec_bytes;
+use super::{vec_bytes, world_size_above_rank};
 use crate::diag::{DiagnosticSink, Severity};
 use crate::model::{Collective, CollectiveOp, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep};
 
@@ -866,14 +866,8 @@ impl TraceBuilder for KinetoBuilder {
             steps.push((step, list));
         }
         steps.sort_by_key(|(s, _)| s.step);
-        let world_size = self.world_size.filter(|&w| match self.rank {
-            Some(r) if r >= w => {
-                let msg = format!("distributedInfo.world_size {w} is not above its rank {r}; ignored");
-                diags.push(Severity::Warning, None, msg);
-                false
-            }
-            _ => true,
-        });
+        let world_size =
+            world_size_above_rank(self.world_size, self.rank, "distributedInfo.world_size", None, diags);
         let mut worker = Worker {
             rank: rank.unwrap_or(u32::MAX),
             world_size,

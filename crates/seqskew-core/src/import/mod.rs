@@ -22,7 +22,7 @@ mod trace_event;
 
 use serde::{Deserialize, Serialize};
 
-use crate::diag::{Diagnostic, DiagnosticSink, Severity};
+use crate::diag::{Diagnostic, DiagnosticSink, Location, Severity};
 use crate::model::Worker;
 
 pub use assemble::{Assembled, assemble, assemble_owned, measure_transfers};
@@ -135,6 +135,25 @@ trait ContentParser {
 /// The memory a vector's elements take (not what they point to).
 fn vec_bytes<T>(v: &Vec<T>) -> usize {
     v.capacity().saturating_mul(size_of::<T>())
+}
+
+/// The job's rank count an input gives (`field` names where), kept when it is above the
+/// worker's rank; a count no larger than the rank cannot be the job's, and is dropped with a
+/// warning at `location`.
+fn world_size_above_rank(
+    world_size: Option<u32>,
+    rank: Option<u32>,
+    field: &str,
+    location: Option<Location>,
+    diags: &mut DiagnosticSink,
+) -> Option<u32> {
+    world_size.filter(|&w| match rank {
+        Some(r) if r >= w => {
+            diags.push(Severity::Warning, location, format!("{field} {w} is not above its rank {r}; ignored"));
+            false
+        }
+        _ => true,
+    })
 }
 
 fn parser_for(format: Format, file: &str) -> Box<dyn ContentParser> {

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use super::json::{self, ScanError};
 use super::numbers::{seconds_to_nanos, to_u64};
-use super::{BOM, ContentParser, ImportStats, vec_bytes};
+use super::{BOM, ContentParser, ImportStats, vec_bytes, world_size_above_rank};
 use crate::diag::{DiagnosticSink, Location, Severity};
 use crate::model::{
     Collective, CollectiveOp, Coords, KindTotals, MicroBatch, Nanos, SequenceKnowledge, Sequences, Span, SpanKind,
@@ -247,14 +247,13 @@ impl Rows {
             let (rank, step) = (first.rank, first.step);
             if workers.last().is_none_or(|w| w.rank != rank) {
                 // The job's rank count, as the worker's first row says (when above its rank).
-                let world_size = first.world_size.filter(|&world| {
-                    let fits = world > rank;
-                    if !fits {
-                        let msg = format!("rank {rank}: world_size {world} is not above the rank; ignored");
-                        diags.push(Severity::Warning, Some(Location::Line(first.line)), msg);
-                    }
-                    fits
-                });
+                let world_size = world_size_above_rank(
+                    first.world_size,
+                    Some(rank),
+                    "world_size",
+                    Some(Location::Line(first.line)),
+                    diags,
+                );
                 workers.push(Worker { rank, world_size, source: self.file.clone(), ..Worker::default() });
                 clock = 0;
             }
