@@ -220,6 +220,23 @@ impl Report {
         lines
     }
 
+    /// Whether some of the job's ranks are not in the report's inputs (the job says it had more,
+    /// or only one is loaded), as the diagnosis decides it (`analysis::peers_missing`).
+    pub fn peers_missing(&self) -> bool {
+        let j = &self.job;
+        j.workers == 1 || j.world_size.is_some_and(|world| world as usize > j.workers)
+    }
+
+    /// The name of a share of the slowdown (`slowdown.by_cause`). With ranks missing, time in
+    /// collectives beyond the typical transfer may as well be waiting for a rank not loaded: its
+    /// share is named so, not "Communication" (which the verdict then does not claim either).
+    pub fn share_title(&self, cause: &str) -> &'static str {
+        match cause {
+            "communication" if self.peers_missing() => "Collectives (transfer, or waiting for ranks not loaded)",
+            _ => cause_title(cause),
+        }
+    }
+
     /// The summary's points, shared by the Markdown and HTML reports: `text` makes input-derived
     /// text safe for the format, `strong` emphasises.
     pub(crate) fn summary_points(&self, text: impl Fn(&str) -> String, strong: impl Fn(&str) -> String) -> Vec<String> {
@@ -248,7 +265,7 @@ impl Report {
         ];
         if !s.by_cause.is_empty() {
             let parts: Vec<String> =
-                s.by_cause.iter().map(|c| format!("{} {:.0}%", cause_title(&c.cause), c.share * 100.0)).collect();
+                s.by_cause.iter().map(|c| format!("{} {:.0}%", self.share_title(&c.cause), c.share * 100.0)).collect();
             points.push(format!("Slowdown by cause: {}", parts.join(", ")));
         }
         if let Some((rank, steps)) = self.initiators.top.first() {
@@ -386,6 +403,26 @@ mod tests {
         assert_eq!(lines.len(), LISTED_PROBLEMS + 1);
         assert_eq!(lines.last().map(String::as_str), Some("… and 5 more (`seqskew inspect` lists every one)"));
         assert!(report.to_html().contains("<li>warning: c.json: event 0 &lt;skipped&gt;</li>"));
+    }
+
+    #[test]
+    fn a_share_in_collectives_is_not_called_communication_when_ranks_are_missing() {
+        let mut report = Report::default();
+        report.slowdown.by_cause = vec![CauseShare { cause: "communication".into(), share: 1.0 }];
+        let summary = |r: &Report| r.summary_points(str::to_owned, str::to_owned).join("\n");
+        report.job.workers = 8;
+        assert_eq!(report.share_title("communication"), "Communication");
+        assert!(summary(&report).contains("Slowdown by cause: Communication 100%"));
+        for (workers, world_size) in [(1, None), (2, Some(128))] {
+            report.job.workers = workers;
+            report.job.world_size = world_size;
+            assert!(report.peers_missing());
+            assert_eq!(report.share_title("communication"), "Collectives (transfer, or waiting for ranks not loaded)");
+            assert!(summary(&report).contains("Collectives (transfer, or waiting for ranks not loaded) 100%"));
+            assert_eq!(report.share_title("host_stall"), "Host stalls");
+        }
+        report.job.world_size = Some(2);
+        assert!(!report.peers_missing());
     }
 
     #[test]

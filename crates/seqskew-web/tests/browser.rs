@@ -169,6 +169,26 @@ mod components {
     }
 
     #[wasm_bindgen_test]
+    async fn time_in_collectives_of_a_partial_job_is_not_called_communication() {
+        use seqskew_core::report::CauseShare;
+        let labels = |r: Report| async move {
+            let analysis = Some(Shared(Rc::new(Analysis { report: r, ..Analysis::default() })));
+            let root =
+                render(Props { files: "a.json".into(), analysis, pending: false, on_show_files: Callback::noop() })
+                    .await;
+            let label = root.query_selector("#verdict .shares .share-label").unwrap().expect("a share");
+            label.text_content().unwrap_or_default()
+        };
+        let mut r = report();
+        r.slowdown.by_cause = vec![CauseShare { cause: "communication".into(), share: 1.0 }];
+        r.job.workers = 8;
+        assert_eq!(labels(r.clone()).await, "Communication");
+        r.job.workers = 1;
+        r.job.world_size = Some(8);
+        assert_eq!(labels(r).await, "Collectives (transfer, or waiting for ranks not loaded)");
+    }
+
+    #[wasm_bindgen_test]
     async fn while_analysing_the_hooks_are_absent() {
         let root =
             render(Props { files: "".into(), analysis: None, pending: true, on_show_files: Callback::noop() }).await;

@@ -866,8 +866,7 @@ impl TraceBuilder for KinetoBuilder {
             steps.push((step, list));
         }
         steps.sort_by_key(|(s, _)| s.step);
-        let world_size =
-            world_size_above_rank(self.world_size, self.rank, "distributedInfo.world_size", None, diags);
+        let world_size = world_size_above_rank(self.world_size, self.rank, "distributedInfo.world_size", None, diags);
         let mut worker = Worker {
             rank: rank.unwrap_or(u32::MAX),
             world_size,

@@ -114,7 +114,7 @@ pub fn verdict_panel(props: &Props) -> Html {
                 <ul class="shares" aria-label="Share of the slowdown by cause">
                     { for s.by_cause.iter().map(|c| html! {
                         <li>
-                            <span class="share-label">{cause_title(&c.cause)}</span>
+                            <span class="share-label">{r.share_title(&c.cause)}</span>
                             <meter min="0" max="1" value={c.share.to_string()} title={percent(c.share)}></meter>
                             <span class="share-value">{percent(c.share)}</span>
                         </li>
