@@ -223,8 +223,12 @@ impl Report {
     /// Whether some of the job's ranks are not in the report's inputs (the job says it had more,
     /// or only one is loaded), as the diagnosis decides it (`analysis::peers_missing`).
     pub fn peers_missing(&self) -> bool {
-        let j = &self.job;
-        j.workers == 1 || j.world_size.is_some_and(|world| world as usize > j.workers)
+        self.job.workers == 1 || self.larger_world().is_some()
+    }
+
+    /// The job's rank count, where the inputs say it had more ranks than were loaded.
+    fn larger_world(&self) -> Option<u32> {
+        self.job.world_size.filter(|&world| world as usize > self.job.workers)
     }
 
     /// The name of a share of the slowdown (`slowdown.by_cause`). With ranks missing, time in
@@ -243,9 +247,9 @@ impl Report {
         let s = &self.slowdown;
         let j = &self.job;
         // "1 of 8 ranks" where the traces name ranks that are missing.
-        let workers = match j.world_size {
-            Some(world) if world as usize > j.workers => format!("{} of {world} ranks", j.workers),
-            _ => format!("{} {}", j.workers, if j.workers == 1 { "worker" } else { "workers" }),
+        let workers = match self.larger_world() {
+            Some(world) => format!("{} of {world} ranks", j.workers),
+            None => format!("{} {}", j.workers, if j.workers == 1 { "worker" } else { "workers" }),
         };
         let mut points = vec![
             format!(
