@@ -30,6 +30,21 @@ pub fn anchored(size: u32, h: HPos, v: VPos) -> TextStyle<'static> {
     text_style(size).pos(Pos::new(h, v))
 }
 
+/// Draws the chart's legend (its labelled series) at `position`, on a translucent white box.
+pub fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(palette::WHITE.mix(0.85))
+        .border_style(palette::DARK_GREY)
+        .label_font(text_style(LABEL_SIZE))
+        .draw()
+        .map_err(err)
+}
+
 /// A least-squares line `y = intercept + slope · x` and Pearson's r of the points it was fitted to.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LineFit {

@@ -90,17 +90,7 @@ pub fn step_time_scatter<DB: DrawingBackend>(
     steps: &[StepView],
     x: XAxis,
 ) -> Result<(), String> {
-    let points = step_points(steps, x);
-    let spec = Scatter {
-        caption_prefix: format!("Step time vs {}", x.short_name()),
-        x_desc: x.title(),
-        y_desc: STEP_TIME_TITLE.to_owned(),
-        points_label: "steps",
-        empty: "No steps with known sequence lengths",
-        color: palette::BLUE,
-        y_range: None,
-    };
-    scatter_with_fit(area, &points, &spec)
+    scatter_with_fit(area, &step_points(steps, x), &Scatter::of_steps(x, palette::BLUE, None))
 }
 
 /// Two panels side by side on a shared y axis: step time against the global batch's longest
@@ -117,16 +107,7 @@ pub fn max_vs_mean<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, steps: &[S
         .zip([&max_points, &mean_points])
         .zip([(XAxis::MaxLength, palette::BLUE), (XAxis::MeanLength, palette::ORANGE)])
     {
-        let spec = Scatter {
-            caption_prefix: format!("Step time vs {}", x.short_name()),
-            x_desc: x.title(),
-            y_desc: STEP_TIME_TITLE.to_owned(),
-            points_label: "steps",
-            empty: "No steps with known sequence lengths",
-            color,
-            y_range,
-        };
-        scatter_with_fit(panel, points, &spec)?;
+        scatter_with_fit(panel, points, &Scatter::of_steps(x, color, y_range))?;
     }
     Ok(())
 }
@@ -165,6 +146,21 @@ struct Scatter {
     empty: &'static str,
     color: RGBColor,
     y_range: Option<(f64, f64)>,
+}
+
+impl Scatter {
+    /// Step time against a feature of each step's global batch.
+    fn of_steps(x: XAxis, color: RGBColor, y_range: Option<(f64, f64)>) -> Self {
+        Scatter {
+            caption_prefix: format!("Step time vs {}", x.short_name()),
+            x_desc: x.title(),
+            y_desc: STEP_TIME_TITLE.to_owned(),
+            points_label: "steps",
+            empty: "No steps with known sequence lengths",
+            color,
+            y_range,
+        }
+    }
 }
 
 /// At most this many points are drawn; beyond it, points are thinned to one per small cell of
@@ -240,13 +236,5 @@ fn scatter_with_fit<DB: DrawingBackend>(
             .label("least-squares fit")
             .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], palette::BLACK.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(palette::WHITE.mix(0.85))
-        .border_style(palette::DARK_GREY)
-        .label_font(common::text_style(LABEL_SIZE))
-        .draw()
-        .map_err(err)?;
-    Ok(())
+    common::draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }

@@ -79,13 +79,5 @@ pub fn step_series<DB: DrawingBackend>(
                 });
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(palette::WHITE.mix(0.85))
-        .border_style(palette::DARK_GREY)
-        .label_font(common::text_style(LABEL_SIZE))
-        .draw()
-        .map_err(err)?;
-    Ok(())
+    common::draw_legend(&mut chart, SeriesLabelPosition::LowerRight)
 }
