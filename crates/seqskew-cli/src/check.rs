@@ -10,6 +10,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use seqskew_core::compare::compare;
 use seqskew_core::export::{write_steplog_csv, write_steplog_jsonl};
+use seqskew_core::text;
 
 use crate::analyze::load;
 use crate::input;
@@ -96,9 +97,9 @@ pub fn summarize(paths: &[PathBuf], out: &Path) -> Result<ExitCode, String> {
     written.and_then(|()| sink.flush()).map_err(|e| format!("{}: {e}", out.display()))?;
     drop(sink);
     eprintln!(
-        "summarised {} workers, {} steps into {}",
-        assembled.job.workers.len(),
-        assembled.job.steps().len(),
+        "summarised {}, {} into {}",
+        text::count(assembled.job.workers.len(), "worker"),
+        text::count(assembled.job.steps().len(), "step"),
         out.display()
     );
     input::free_in_background(assembled);

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use seqskew_core::diag::Severity;
 use seqskew_core::import::FileSummary;
+use seqskew_core::text;
 
 use crate::input;
 
@@ -42,23 +43,22 @@ pub fn run(paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
             println!("{}  [{}{}]", f.path, format, if f.compressed { ", gzip" } else { "" });
             if f.format.is_some() {
                 let steps = match (f.first_step, f.last_step) {
-                    (Some(a), Some(b)) => format!("{} steps ({a}..{b})", f.steps),
+                    (Some(a), Some(b)) => format!("{} ({a}..{b})", text::count(f.steps, "step")),
                     _ => "no steps".to_owned(),
                 };
                 println!(
-                    "  {} workers (ranks {}), {steps}, {} events kept, {} skipped, sequences: {:?}",
-                    f.workers,
-                    seqskew_core::text::compact_ranges(&f.ranks.iter().map(|&r| u64::from(r)).collect::<Vec<_>>()),
+                    "  {}, {steps}, {} events kept, {} skipped, sequences: {}",
+                    workers_and_ranks(f.workers, &f.ranks),
                     f.spans.kept,
                     f.spans.skipped,
-                    f.sequences
+                    f.sequences.name()
                 );
             }
             for d in &f.diagnostics {
                 println!("  {}", d);
             }
         }
-        println!("job: {} workers, {} steps", out.job.workers, out.job.steps);
+        println!("job: {}, {}", text::count(out.job.workers, "worker"), text::count(out.job.steps, "step"));
         for d in &out.job.diagnostics {
             println!("  {d}");
         }
@@ -66,4 +66,14 @@ pub fn run(paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
     let unusable =
         out.files.iter().all(|f| f.diagnostics.iter().any(|d| d.severity == Severity::Error) && f.workers == 0);
     Ok(if unusable { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}
+
+/// "1 worker (rank 3)", "16 workers (ranks 0-15)"; without ranks, "1 worker", "0 workers".
+fn workers_and_ranks(workers: usize, ranks: &[u32]) -> String {
+    let ranks_text = text::compact_ranges(&ranks.iter().map(|&r| u64::from(r)).collect::<Vec<_>>());
+    match ranks {
+        [] => text::count(workers, "worker"),
+        [_] => format!("{} (rank {ranks_text})", text::count(workers, "worker")),
+        _ => format!("{} (ranks {ranks_text})", text::count(workers, "worker")),
+    }
 }

@@ -312,6 +312,18 @@ pub enum SequenceKnowledge {
     Exact,
 }
 
+impl SequenceKnowledge {
+    /// The name the report and `seqskew inspect` give it (as serialised).
+    pub fn name(self) -> &'static str {
+        match self {
+            SequenceKnowledge::Unknown => "unknown",
+            SequenceKnowledge::VarlenBounds => "varlen_bounds",
+            SequenceKnowledge::DenseShapes => "dense_shapes",
+            SequenceKnowledge::Exact => "exact",
+        }
+    }
+}
+
 /// What is known of the sequences a worker (or micro-batch) processed in a step.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sequences {

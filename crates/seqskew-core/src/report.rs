@@ -249,7 +249,7 @@ impl Report {
         // "1 of 8 ranks" where the traces name ranks that are missing.
         let workers = match self.larger_world() {
             Some(world) => format!("{} of {world} ranks", j.workers),
-            None => format!("{} {}", j.workers, if j.workers == 1 { "worker" } else { "workers" }),
+            None => crate::text::count(j.workers, "worker"),
         };
         let mut points = vec![
             format!(

@@ -16,6 +16,11 @@ pub fn compact_ranges(values: &[u64]) -> String {
     parts.join(", ")
 }
 
+/// A count and its noun, plural unless one: "1 worker", "16 workers" (nouns that take an "s").
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
 /// Seconds with a unit that suits their size: "812 µs", "41.2 ms", "1.37 s".
 pub fn seconds(ns: i64) -> String {
     let s = ns as f64 / 1e9;
@@ -41,5 +46,6 @@ mod tests {
         assert_eq!(seconds(1_370_000_000), "1.37 s");
         assert_eq!(seconds(41_200_000), "41.2 ms");
         assert_eq!(seconds(812_000), "812 µs");
+        assert_eq!([0, 1, 2].map(|n| count(n, "worker")), ["0 workers", "1 worker", "2 workers"]);
     }
 }

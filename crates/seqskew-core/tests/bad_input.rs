@@ -307,7 +307,18 @@ fn cases() -> Vec<Case> {
         case(
             "no-steps.json",
             kineto_with(RANK3, r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2}"#),
-            rejected(Some(Format::Kineto), &[(Error, "no training steps found")]),
+            // With how to record steps.
+            rejected(Some(Format::Kineto), &[(Error, "no training steps found: no ProfilerStep#N spans (profile with a schedule")]),
+        ),
+        case(
+            "no-steps-merged.json",
+            r#"{"traceEvents": [{"ph": "X", "name": "forward", "pid": 0, "tid": 0, "ts": 1, "dur": 2}]}"#,
+            rejected(Some(Format::ChromeTrace), &[(Error, "no training steps found: no step spans")]),
+        ),
+        case(
+            "header-only.csv",
+            "step,rank,step_s\n",
+            rejected(Some(Format::StepLogCsv), &[(Error, "no training steps found: no row with a step, a rank and a time")]),
         ),
         case(
             "no-events.json",

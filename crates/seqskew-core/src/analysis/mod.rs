@@ -28,15 +28,6 @@ pub struct Analysis {
     pub views: views::Views,
 }
 
-fn knowledge_name(k: SequenceKnowledge) -> &'static str {
-    match k {
-        SequenceKnowledge::Unknown => "unknown",
-        SequenceKnowledge::VarlenBounds => "varlen_bounds",
-        SequenceKnowledge::DenseShapes => "dense_shapes",
-        SequenceKnowledge::Exact => "exact",
-    }
-}
-
 fn cost_model(fit: &costmodel::Fit) -> CostModel {
     CostModel {
         c0_s: round(fit.c0 / 1e9, 4),
@@ -231,7 +222,7 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
             dp: frame.dp_size,
             pp: frame.stages,
             has_sequence_lengths: lengths_known,
-            sequence_knowledge: knowledge_name(frame.knowledge).into(),
+            sequence_knowledge: frame.knowledge.name().into(),
             world_size: job.world_size(),
             first_step: frame.steps.first().copied(),
             last_step: frame.steps.last().copied(),

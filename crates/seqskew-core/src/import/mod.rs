@@ -205,6 +205,21 @@ impl std::fmt::Debug for FileIngest {
     }
 }
 
+/// Why a file of this format gave no steps, and how to record them.
+fn no_steps_message(format: Format) -> &'static str {
+    match format {
+        Format::Kineto => {
+            "no training steps found: no ProfilerStep#N spans (profile with a schedule, \
+             `torch.profiler.schedule(...)`, and call `prof.step()` once per training step)"
+        }
+        Format::ChromeTrace => {
+            "no training steps found: no step spans (\"step 12\", \"iteration 12\", \"ProfilerStep#12\") \
+             and no events with a `step` or `iteration` argument"
+        }
+        Format::StepLogJsonl | Format::StepLogCsv => "no training steps found: no row with a step, a rank and a time",
+    }
+}
+
 impl FileIngest {
     pub fn new(file: &str) -> Self {
         FileIngest {
@@ -382,12 +397,11 @@ impl FileIngest {
         };
         stats.bytes_in = self.bytes_in;
         stats.bytes = self.bytes;
-        if format.is_some() && !workers.iter().any(|w| !w.steps.is_empty()) && !self.diags.has_errors() {
-            self.diags.push(
-                Severity::Error,
-                None,
-                "no training steps found (no ProfilerStep#N spans, step arguments or step-log rows)",
-            );
+        if let Some(format) = format
+            && !workers.iter().any(|w| !w.steps.is_empty())
+            && !self.diags.has_errors()
+        {
+            self.diags.push(Severity::Error, None, no_steps_message(format));
         }
         FileImport {
             file: self.diags.file().to_owned(),

@@ -1,0 +1,264 @@
+//! The `seqskew` binary as users and CI scripts call it: the documented flags, exit codes, JSON
+//! shapes and messages of docs/cli.md, on jobs the binary itself synthesises (`seqskew synth`)
+//! and on small broken files written here.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Runs `seqskew args…`.
+fn seqskew<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_seqskew")).args(args).output().expect("the seqskew binary runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(out)))
+}
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
+}
+
+/// A synthetic job of 30 steps from a preset, in `formats` (`kineto`, `jsonl`, …), under `dir`.
+fn synth(dir: &Path, preset: &str, formats: &str) -> PathBuf {
+    let out = dir.join(preset);
+    let done = seqskew(&[
+        "synth".as_ref(),
+        "--preset".as_ref(),
+        preset.as_ref(),
+        "--steps".as_ref(),
+        "30".as_ref(),
+        "--format".as_ref(),
+        formats.as_ref(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(done.status.success(), "synth {preset}: {}", stderr(&done));
+    out
+}
+
+fn path_arg(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 path")
+}
+
+#[test]
+fn check_exit_codes_tell_straggling_from_ok_from_unusable_input() {
+    let dir = scratch("check");
+    let imbalanced = synth(&dir, "seqlen-imbalance", "jsonl").join("steps.jsonl");
+    let balanced = synth(&dir, "balanced", "jsonl").join("steps.jsonl");
+    let empty = dir.join("empty.json");
+    std::fs::write(&empty, b"").expect("an empty file");
+
+    let out = seqskew(&["check", path_arg(&imbalanced)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).starts_with("STRAGGLING: S = 1."), "{}", stdout(&out));
+    assert!(stdout(&out).contains("(bound 1.10); Sequence-length imbalance"), "{}", stdout(&out));
+
+    // The bound is the user's.
+    let out = seqskew(&["check", path_arg(&imbalanced), "--max-slowdown", "2.0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).starts_with("ok: S = 1."), "{}", stdout(&out));
+
+    let out = seqskew(&["check", path_arg(&balanced)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    let out = seqskew(&["check", "--json", path_arg(&imbalanced)]);
+    assert_eq!(out.status.code(), Some(1));
+    let check = json(&out);
+    assert_eq!(check["schema"], "seqskew.check/1");
+    assert_eq!((check["ok"].as_bool(), check["max_slowdown"].as_f64()), (Some(false), Some(1.1)));
+    assert_eq!(check["primary"], "sequence_length_imbalance");
+    assert!(check["slowdown"].as_f64().is_some_and(|s| s > 1.1), "{check}");
+
+    // Unusable input: 2, with the file and what is wrong on standard error.
+    let out = seqskew(&["check", path_arg(&empty)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("empty.json: the file is empty (0 bytes)"), "{}", stderr(&out));
+    let out = seqskew(&["check", path_arg(&dir.join("no-such-dir"))]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no-such-dir"), "{}", stderr(&out));
+    // Usage errors are 2 as well.
+    assert_eq!(seqskew(&["check", path_arg(&balanced), "--max-slowdown", "fast"]).status.code(), Some(2));
+}
+
+#[test]
+fn inspect_json_has_the_documented_shape_and_names_a_broken_file() {
+    let dir = scratch("inspect");
+    let kineto = synth(&dir, "slow-worker", "kineto").join("kineto");
+    std::fs::write(kineto.join("cut.json.gz"), [0x1f, 0x8b, 0x08, 0x00, 0xde, 0xad]).expect("a broken file");
+
+    let out = seqskew(&["inspect", "--json", path_arg(&kineto)]);
+    assert_eq!(out.status.code(), Some(0), "a usable file is enough: {}", stderr(&out));
+    let report = json(&out);
+    let files = report["files"].as_array().expect("files[]");
+    let (broken, traces): (Vec<&Value>, Vec<&Value>) =
+        files.iter().partition(|f| f["path"].as_str().is_some_and(|p| p.ends_with("cut.json.gz")));
+    assert_eq!((broken.len(), traces.len()), (1, 8), "{report}");
+    for f in &traces {
+        assert_eq!(f["format"], "kineto", "{f}");
+        assert_eq!((f["workers"].as_u64(), f["steps"].as_u64()), (Some(1), Some(30)), "{f}");
+        assert_eq!(f["has_sequence_lengths"], true, "{f}");
+        assert!(f["spans"]["kept"].as_u64().is_some_and(|n| n > 0), "{f}");
+        assert_eq!(f["diagnostics"].as_array().map(Vec::len), Some(0), "{f}");
+    }
+    let errors: Vec<&Value> = broken
+        .iter()
+        .flat_map(|f| f["diagnostics"].as_array().into_iter().flatten())
+        .filter(|d| d["severity"] == "error")
+        .collect();
+    assert!(!errors.is_empty() && errors.iter().all(|d| d["message"].is_string()), "{report}");
+    assert_eq!((report["job"]["workers"].as_u64(), report["job"]["steps"].as_u64()), (Some(8), Some(30)));
+
+    // Every file unusable: 2.
+    let out = seqskew(&["inspect", path_arg(&kineto.join("cut.json.gz"))]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+}
+
+#[test]
+fn inspect_text_names_each_file_its_workers_and_ranks() {
+    let dir = scratch("inspect-text");
+    let kineto = synth(&dir, "balanced", "kineto").join("kineto");
+    let out = seqskew(&["inspect", path_arg(&kineto.join("rank3.pt.trace.json"))]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines.first().is_some_and(|l| l.ends_with("rank3.pt.trace.json  [PyTorch profiler (Kineto) trace]")),
+        "{text}"
+    );
+    assert!(lines.get(1).is_some_and(|l| l.starts_with("  1 worker (rank 3), 30 steps (")), "{text}");
+    assert!(lines.get(1).is_some_and(|l| l.ends_with("sequences: exact")), "{text}");
+    assert_eq!(lines.get(2), Some(&"job: 1 worker, 30 steps"), "{text}");
+    // One rank of eight: the job's warning says which are missing.
+    assert!(lines.get(3).is_some_and(|l| l.contains("ranks 0-2, 4-7 are missing")), "{text}");
+
+    let out = seqskew(&["inspect", path_arg(&kineto)]);
+    assert!(stdout(&out).contains("job: 8 workers, 30 steps"), "{}", stdout(&out));
+}
+
+#[test]
+fn analyze_prints_the_versioned_report_in_each_form() {
+    let dir = scratch("analyze");
+    let steps = synth(&dir, "seqlen-imbalance", "jsonl").join("steps.jsonl");
+
+    let out = seqskew(&["analyze", "--json", path_arg(&steps)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report = json(&out);
+    assert_eq!(report["schema"], "seqskew.report/1");
+    for key in ["inputs", "job", "verdict", "slowdown", "whatif", "stragglers", "fix", "verify_command"] {
+        assert!(report.get(key).is_some(), "the report has {key}");
+    }
+    assert_eq!(report["verdict"]["primary"], "sequence_length_imbalance");
+    assert_eq!(report["job"]["has_sequence_lengths"], true);
+    assert_eq!(report["inputs"][0]["format"], "steplog_jsonl");
+    assert!(report["verify_command"].as_str().is_some_and(|c| c.starts_with("seqskew compare ")));
+
+    let markdown = stdout(&seqskew(&["analyze", "--markdown", path_arg(&steps)]));
+    assert!(markdown.starts_with("## seqskew: Sequence-length imbalance"), "{markdown}");
+    // Markdown is the default.
+    assert_eq!(stdout(&seqskew(&["analyze", path_arg(&steps)])), markdown);
+
+    let html = stdout(&seqskew(&["analyze", "--html", path_arg(&steps)]));
+    assert!(html.contains(r#"id="verdict" data-cause="sequence_length_imbalance""#), "{html}");
+    assert!(!html.contains("<script"), "a self-contained page without scripts");
+
+    // The forms exclude each other.
+    let out = seqskew(&["analyze", "--json", "--html", path_arg(&steps)]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_broken_file_is_named_and_the_others_are_still_analysed() {
+    let dir = scratch("broken");
+    let job = synth(&dir, "slow-worker", "jsonl");
+    std::fs::write(job.join("notes.json"), br#"{"loss": [1.0, 0.9]}"#).expect("a non-trace");
+    std::fs::write(job.join("cut.jsonl.gz"), [0x1f, 0x8b, 0x08, 0x00, 0xde, 0xad]).expect("a broken file");
+
+    let out = seqskew(&["analyze", "--json", path_arg(&job)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report = json(&out);
+    assert_eq!(report["verdict"]["primary"], "slow_worker", "the good file's verdict");
+    let inputs = report["inputs"].as_array().expect("inputs[]");
+    let problems = |name: &str| -> Vec<String> {
+        inputs
+            .iter()
+            .filter(|i| i["path"].as_str().is_some_and(|p| p.ends_with(name)))
+            .flat_map(|i| i["diagnostics"].as_array().into_iter().flatten())
+            .filter(|d| d["severity"] == "error")
+            .filter_map(|d| d["message"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(!problems("cut.jsonl.gz").is_empty(), "{inputs:?}");
+    assert!(problems("notes.json").iter().any(|m| m.contains("not a trace")), "{inputs:?}");
+    assert!(problems("steps.jsonl").is_empty(), "{inputs:?}");
+
+    // The Markdown names them under "Input problems".
+    let markdown = stdout(&seqskew(&["analyze", path_arg(&job)]));
+    assert!(markdown.contains("### Input problems"), "{markdown}");
+    assert!(markdown.contains("cut.jsonl.gz"), "{markdown}");
+}
+
+#[test]
+fn a_trace_without_steps_says_how_to_record_them() {
+    let dir = scratch("no-steps");
+    let trace = dir.join("rank0.pt.trace.json");
+    let events = r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2}"#;
+    let text = format!(
+        r#"{{"schemaVersion": 1, "distributedInfo": {{"rank": 0, "world_size": 1}}, "traceEvents": [{events}]}}"#
+    );
+    std::fs::write(&trace, text).expect("a trace");
+    let out = seqskew(&["analyze", path_arg(&trace)]);
+    assert_eq!(out.status.code(), Some(2));
+    let message = stderr(&out);
+    assert!(message.contains("rank0.pt.trace.json: no training steps found: no ProfilerStep#N spans"), "{message}");
+    assert!(message.contains("call `prof.step()` once per training step"), "{message}");
+}
+
+#[test]
+fn summarize_writes_a_step_log_that_diagnoses_alike() {
+    let dir = scratch("summarize");
+    let kineto = synth(&dir, "seqlen-imbalance", "kineto").join("kineto");
+    let summary = dir.join("summary.jsonl.gz");
+    let out = seqskew(&["summarize", path_arg(&kineto), "-o", path_arg(&summary)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("summarised 16 workers, 30 steps into"), "{}", stderr(&out));
+
+    let verdict = |path: &Path| json(&seqskew(&["analyze", "--json", path_arg(path)]))["verdict"]["primary"].clone();
+    assert_eq!(verdict(&summary), "sequence_length_imbalance");
+    assert_eq!(verdict(&summary), verdict(&kineto));
+}
+
+#[test]
+fn compare_says_whether_the_fix_held() {
+    let dir = scratch("compare");
+    let before = synth(&dir, "seqlen-imbalance", "jsonl").join("steps.jsonl");
+    let after = synth(&dir, "seqlen-balanced", "jsonl").join("steps.jsonl");
+
+    let out = seqskew(&["compare", path_arg(&before), path_arg(&after)]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("**Fixed: steps take"), "{}", stdout(&out));
+
+    let compared = json(&seqskew(&["compare", "--json", path_arg(&before), path_arg(&after)]));
+    assert_eq!(compared["schema"], "seqskew.compare/1");
+    assert_eq!(compared["before"]["primary"], "sequence_length_imbalance");
+    assert_eq!(compared["after"]["primary"], "balanced");
+    assert!(compared["speedup"].as_f64().is_some_and(|s| s > 1.05), "{compared}");
+
+    // Compare does not gate: the fix undone still exits 0.
+    let out = seqskew(&["compare", path_arg(&after), path_arg(&before)]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!stdout(&out).contains("**Fixed:"), "{}", stdout(&out));
+}
