@@ -262,3 +262,48 @@ fn compare_says_whether_the_fix_held() {
     assert_eq!(out.status.code(), Some(0));
     assert!(!stdout(&out).contains("**Fixed:"), "{}", stdout(&out));
 }
+
+#[test]
+fn synth_writes_every_format_and_each_diagnoses_as_its_truth_says() {
+    let dir = scratch("synth");
+    let out = dir.join("job");
+    let done = seqskew(&[
+        "synth",
+        "--preset",
+        "stage-imbalance",
+        "--steps",
+        "12",
+        "--format",
+        "kineto,chrome,jsonl,csv",
+        "--gzip",
+        "-o",
+        path_arg(&out),
+    ]);
+    assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+    let truth: Value = serde_json::from_slice(&std::fs::read(out.join("truth.json")).expect("truth.json"))
+        .expect("truth.json is JSON");
+    assert_eq!(truth["schema"], "seqskew.truth/1");
+    let cause = truth["primary"].clone();
+    assert_eq!(cause, "pipeline_stage_imbalance");
+    let ranks = std::fs::read_dir(out.join("kineto")).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(ranks, 32, "one gzipped Kineto trace per rank");
+    for input in ["kineto", "job.trace.json.gz", "steps.jsonl.gz", "steps.csv.gz"] {
+        let report = json(&seqskew(&["analyze", "--json", path_arg(&out.join(input))]));
+        assert_eq!(report["verdict"]["primary"], cause, "{input}");
+        assert_eq!((report["job"]["workers"].as_u64(), report["job"]["pp"].as_u64()), (Some(32), Some(4)), "{input}");
+    }
+}
+
+#[test]
+fn eval_scores_a_small_corpus() {
+    let dir = scratch("eval");
+    let summary_file = dir.join("eval.json");
+    let out = seqskew(&["eval", "--jobs", "8", "--json", path_arg(&summary_file)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("primary-cause accuracy"), "{}", stdout(&out));
+    let written: Value = serde_json::from_slice(&std::fs::read(&summary_file).expect("the JSON")).expect("JSON");
+    let summary = &written[0];
+    assert_eq!(summary["cases"].as_u64(), Some(8), "{summary}");
+    assert!(summary["accuracy"].as_f64().is_some_and(|a| (0.0..=1.0).contains(&a)), "{summary}");
+    assert_eq!(written[1].as_array().map(Vec::len), Some(8), "one outcome per job");
+}

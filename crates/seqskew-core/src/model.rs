@@ -28,6 +28,11 @@ pub struct Worker {
     /// known to be missing.
     #[serde(default)]
     pub world_size: Option<u32>,
+    /// The ranks of its pipeline, in stage order, where its input names them but not its stage
+    /// (a Kineto trace's send/recv calls record their process group's ranks): the job's
+    /// assembly makes its place in them the worker's pipeline stage. Empty when unknown.
+    #[serde(default)]
+    pub pipeline_group: Vec<u32>,
     /// Name of the file this worker came from (for messages and the report).
     pub source: String,
     /// Sorted by step number, one entry per step.

@@ -87,9 +87,10 @@ pub fn corpus(n: usize, seed: u64) -> Vec<Case> {
             let mut r = rng.fork(id as u64);
             let config = case_config(scenario, &mut r, id as u64 ^ seed);
             let workers = config.workers();
-            // Kineto traces carry no pipeline coordinates: only data-parallel jobs use them.
+            // Kineto traces (one file per rank) for the small jobs; a pipeline's stages come from
+            // their send/recv calls' process groups.
             let format = match r.below(4) {
-                0 if workers <= 16 && config.pp == 1 => FileFormat::Kineto,
+                0 if workers <= 16 => FileFormat::Kineto,
                 0 | 1 => FileFormat::Chrome,
                 2 => FileFormat::StepLogJsonl,
                 _ => FileFormat::StepLogCsv,

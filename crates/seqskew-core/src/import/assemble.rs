@@ -87,6 +87,7 @@ fn assemble_workers(all: impl Iterator<Item = Worker>) -> Assembled {
         by_rank.insert(next_free, worker);
     }
     let mut workers: Vec<Worker> = by_rank.into_values().collect();
+    diagnostics.extend(infer_pipeline_stages(&mut workers));
     align_clocks(&mut workers, &mut diagnostics);
     measure_transfers(&mut workers);
     report_step_mismatches(&workers, &mut diagnostics);
@@ -94,6 +95,38 @@ fn assemble_workers(all: impl Iterator<Item = Worker>) -> Assembled {
     diagnostics.extend(missing_ranks(&job));
     diagnostics.sort();
     Assembled { job, diagnostics }
+}
+
+/// Gives workers whose input names their pipeline's ranks but no stage (Kineto traces) their
+/// place in it as their stage, when the pipelines make one layout: no worker has a stage of its
+/// own, every worker names a pipeline holding its rank, all of one size, and each loaded member
+/// of a pipeline names the same one. Otherwise (say, neighbour pairs) says why none is given.
+fn infer_pipeline_stages(workers: &mut [Worker]) -> Option<Diagnostic> {
+    if workers.iter().all(|w| w.pipeline_group.is_empty()) {
+        return None;
+    }
+    let size = workers.first().map_or(0, |w| w.pipeline_group.len());
+    let named: BTreeMap<u32, &[u32]> = workers.iter().map(|w| (w.rank, w.pipeline_group.as_slice())).collect();
+    let one_layout = workers.iter().all(|w| {
+        let group = w.pipeline_group.as_slice();
+        w.coords.pp.is_none()
+            && group.len() == size
+            && group.contains(&w.rank)
+            && group.iter().all(|r| named.get(r).is_none_or(|other| *other == group))
+    });
+    if !one_layout {
+        return Some(Diagnostic::new(
+            Severity::Info,
+            "",
+            None,
+            "the traces' send/recv groups do not make one pipeline layout; pipeline stages were not inferred",
+        ));
+    }
+    for w in workers.iter_mut() {
+        let stage = w.pipeline_group.iter().position(|&r| r == w.rank);
+        w.coords.pp = stage.and_then(|p| u32::try_from(p).ok());
+    }
+    None
 }
 
 /// When the traces say the job had more ranks than were loaded (one rank's trace, or a

@@ -13,7 +13,7 @@ use super::json;
 use super::names::{NameCache, collective_op, is_attention, is_backend_collective, is_backward, rank_from_file_name};
 use super::numbers::{digits, leading_digits, to_nanos, to_u64};
 use super::timeline::{Piece, bucket, partition};
-use super::trace_event::{RawText, Str};
+use super::trace_event::{RawArgs, RawText, Str};
 use super::{vec_bytes, world_size_above_rank};
 use crate::diag::{DiagnosticSink, Severity};
 use crate::model::{Collective, CollectiveOp, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep};
@@ -97,6 +97,9 @@ pub struct KinetoBuilder {
     /// `record_function("seqlens=...")` annotations: exact lengths at a CPU time.
     seqlen_marks: Vec<(Nanos, Vec<u32>)>,
     comm_threads: Vec<i64>,
+    /// The distinct groups of ranks its point-to-point calls (pipeline send/recv) went to, each
+    /// sorted: the pipeline's stages, when the job is pipeline-parallel.
+    p2p_groups: Vec<Vec<u32>>,
     names: NameCache<NameClass>,
     shapes: ShapeMemo,
 }
@@ -168,6 +171,8 @@ struct NameClass {
     collective: Option<CollectiveOp>,
     backend_collective: bool,
     optimizer: bool,
+    /// `record_param_comms`: a collective's record, its group's ranks in its args.
+    comms_record: bool,
 }
 
 impl NameClass {
@@ -178,6 +183,7 @@ impl NameClass {
             collective: collective_op(name),
             backend_collective: is_backend_collective(name),
             optimizer: is_optimizer_kernel(name),
+            comms_record: name == "record_param_comms",
         }
     }
 }
@@ -198,6 +204,7 @@ impl KinetoBuilder {
             attention: Vec::new(),
             seqlen_marks: Vec::new(),
             comm_threads: Vec::new(),
+            p2p_groups: Vec::new(),
             names: NameCache::default(),
             shapes: ShapeMemo::default(),
         }
@@ -226,6 +233,12 @@ impl KinetoBuilder {
             }
             "cpu_op" | "operator" | "Operator" => {
                 let named = self.names.get_or(name, NameClass::of);
+                if named.comms_record {
+                    // It names its collective, and the collective's group, in its args.
+                    let args = ev.args.as_ref();
+                    let op = args.and_then(|a| a.collective_name.as_ref()).and_then(|n| collective_op(n.as_str()));
+                    self.note_p2p_group(op, args);
+                }
                 let class = if named.attention {
                     let backward = named.backward;
                     let shape = if backward {
@@ -258,6 +271,7 @@ impl KinetoBuilder {
                         self.names.get_or(n.as_str(), NameClass::of).collective.unwrap_or(CollectiveOp::Other)
                     });
                 let op = named_collective.or(if is_memory { None } else { named.collective });
+                self.note_p2p_group(op, ev.args.as_ref());
                 let kind = if op.is_some() {
                     SpanKind::Communication
                 } else if is_memory {
@@ -273,6 +287,21 @@ impl KinetoBuilder {
                 self.kernels.push(Kernel { start, end, kind, op, correlation });
                 true
             }
+        }
+    }
+
+    /// Keeps the group of a point-to-point call (pipeline send/recv), where the call names it.
+    fn note_p2p_group(&mut self, op: Option<CollectiveOp>, args: Option<&RawArgs<'_>>) {
+        let Some(ranks) =
+            args.and_then(|a| a.process_group_ranks).filter(|_| op.is_some_and(|o| o.is_point_to_point()))
+        else {
+            return;
+        };
+        let mut group = integers_in(ranks.get());
+        group.sort_unstable();
+        group.dedup();
+        if group.len() >= 2 && !self.p2p_groups.contains(&group) {
+            self.p2p_groups.push(group);
         }
     }
 
@@ -505,6 +534,15 @@ impl KinetoBuilder {
     }
 }
 
+/// The whole numbers in a group's recorded ranks, `"[0, 8, 16, 24]"` (a JSON string or list):
+/// every run of digits that fits a rank.
+fn integers_in(text: &[u8]) -> Vec<u32> {
+    text.split(|b| !b.is_ascii_digit())
+        .filter(|run| !run.is_empty())
+        .filter_map(|run| digits(run).and_then(|n| u32::try_from(n).ok()))
+        .collect()
+}
+
 /// The lengths a `seqlens=` annotation lists: whole numbers separated by commas, spaces or
 /// semicolons, ASCII blanks around each; pieces that are not one (or exceed `u32`) are
 /// skipped. Read as bytes, not split and parsed as text: the marks come once per micro-batch
@@ -707,15 +745,15 @@ impl Interest for KinetoBuilder {
         !(ev.phase() == "X" && is_launch_category(ev.cat()))
     }
 
-    /// Only attention ops' shapes, kernels' and launches' correlations and collective names,
-    /// and threads' names are read: most of a trace recorded with shapes is the `args` of
-    /// other operators.
+    /// Only attention ops' shapes, collectives' records (their names and groups), kernels' and
+    /// launches' correlations and collective names, and threads' names are read: most of a
+    /// trace recorded with shapes is the `args` of other operators.
     fn wants_args(&mut self, ev: &RawEvent<'_>) -> bool {
         match (ev.ph.as_ref().map(Str::as_str), ev.cat.as_ref().map(Str::as_str)) {
             (Some("X"), Some("user_annotation" | "gpu_user_annotation")) => false,
             (Some("X"), Some("cpu_op" | "operator" | "Operator")) => ev.name.as_ref().is_none_or(|name| {
                 let named = self.names.get_or(name.as_str(), NameClass::of);
-                named.attention && !named.backward
+                (named.attention && !named.backward) || named.comms_record
             }),
             // Complete events of other categories, metadata, and events whose phase comes later.
             (None | Some("X" | "M"), _) => true,
@@ -867,9 +905,17 @@ impl TraceBuilder for KinetoBuilder {
         }
         steps.sort_by_key(|(s, _)| s.step);
         let world_size = world_size_above_rank(self.world_size, self.rank, "distributedInfo.world_size", None, diags);
+        // One group of send/recv partners holding the rank is its pipeline (several would be
+        // other layouts: neighbour pairs, or context-parallel rings; none is then assumed).
+        let mut holding = self.p2p_groups.iter().filter(|g| rank.is_some_and(|r| g.contains(&r)));
+        let pipeline_group = match (holding.next(), holding.next()) {
+            (Some(group), None) => group.clone(),
+            _ => Vec::new(),
+        };
         let mut worker = Worker {
             rank: rank.unwrap_or(u32::MAX),
             world_size,
+            pipeline_group,
             host: self.host.clone(),
             source: self.file.clone(),
             ..Worker::default()

@@ -93,6 +93,8 @@ pub struct RawArgs<'a> {
     /// The kernel launch's id, read as [`to_u64`] reads it (`None` when it cannot be).
     pub correlation: Option<u64>,
     pub collective_name: Option<Str<'a>>,
+    /// A collective's group, as PyTorch records it: `"[0, 8, 16, 24]"` (a string, or a list).
+    pub process_group_ranks: Option<RawText<'a>>,
     pub step: Option<RawText<'a>>,
     pub iteration: Option<RawText<'a>>,
     pub mb_id: Option<RawText<'a>>,
@@ -143,6 +145,7 @@ impl<'a> RawArgs<'a> {
                 b"Concrete Inputs" => args.concrete_inputs = text(),
                 b"correlation" => args.correlation = to_u64(value),
                 b"Collective name" => args.collective_name = string(&mut bad),
+                b"Process Group Ranks" => args.process_group_ranks = text(),
                 b"step" => args.step = text(),
                 b"iteration" => args.iteration = text(),
                 b"mb_id" => args.mb_id = text(),

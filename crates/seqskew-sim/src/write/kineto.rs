@@ -25,6 +25,9 @@ struct RankTrace<W: Write> {
     rank: u32,
     dp: u32,
     pp: u32,
+    /// Its pipeline group's ranks as PyTorch writes a collective's `Process Group Ranks`
+    /// ("[3, 11, 19, 27]": the same data-parallel, tensor and context position in each stage).
+    pipeline_group: String,
     first: bool,
 }
 
@@ -46,7 +49,11 @@ impl<W: Write> KinetoWriter<W> {
                 config.workers(),
                 u8::from(config.reveal != Lengths::Hidden)
             )?;
-            let mut t = RankTrace { out, rank, dp: c.dp.unwrap_or(0), pp: c.pp.unwrap_or(0), first: true };
+            let (dp, tp, cp) = (c.dp.unwrap_or(0), c.tp.unwrap_or(0), c.cp.unwrap_or(0));
+            let stages: Vec<String> =
+                (0..config.pp).map(|p| crate::job::rank_of(config, dp, p, tp, cp).to_string()).collect();
+            let pipeline_group = format!("[{}]", stages.join(", "));
+            let mut t = RankTrace { out, rank, dp, pp: c.pp.unwrap_or(0), pipeline_group, first: true };
             t.event(&format!("{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {}, \"tid\": 0, \"args\": {{\"name\": \"python\"}}}}", 1000 + rank))?;
             t.event(&format!("{{\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": {}, \"tid\": 0, \"args\": {{\"labels\": \"GPU {}\"}}}}", rank % 8, rank % 8))?;
             ranks.push(t);
@@ -194,14 +201,14 @@ fn write_op<W: Write>(
                 t.kernel(attn, COMPUTE_STREAM, (split, op.end), launch(split), "", correlation)?;
             }
         }
-        OpKind::Recv => t.kernel(
-            "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
-            COMM_STREAM,
-            (op.start, op.end),
-            launch(op.start),
-            ", \"Collective name\": \"recv\"",
-            correlation,
-        )?,
+        OpKind::Recv => {
+            let args = format!(
+                ", \"Collective name\": \"recv\", \"Group size\": {}, \"Process Group Ranks\": \"{}\"",
+                config.pp, t.pipeline_group
+            );
+            let name = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)";
+            t.kernel(name, COMM_STREAM, (op.start, op.end), launch(op.start), &args, correlation)?
+        }
         OpKind::AllReduce { .. } | OpKind::Barrier => t.kernel(
             "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
             COMM_STREAM,
