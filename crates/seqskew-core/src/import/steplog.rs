@@ -48,7 +48,8 @@ struct Row {
     rank: u32,
     mb: Option<u32>,
     coords: Coords,
-    host: Option<String>,
+    /// Its host's name in the file's [`Hosts`].
+    host: Option<u32>,
     world_size: Option<u32>,
     /// Nanoseconds per field of [`TIME_FIELDS`]; bit `i` of `given` says whether field `i`
     /// was given (half the size of an array of options: rows are held until the end).
@@ -59,6 +60,14 @@ struct Row {
     padded: bool,
     /// The step-log version the row says it follows.
     version: u64,
+    /// Varlen bounds instead of lengths, where the row gives them (boxed: rows are held until
+    /// the end of the file, and most give lengths or nothing).
+    bounds: Option<Box<Bounds>>,
+}
+
+/// A row's `tokens`, `docs` and `max_len`.
+#[derive(Clone, Debug, Default)]
+struct Bounds {
     tokens: Option<u64>,
     docs: Option<u64>,
     max_len: Option<u64>,
@@ -72,13 +81,14 @@ impl Row {
 
     /// The row's sequences, its lengths moved out (they are most of a step log's memory).
     fn take_sequences(&mut self) -> Sequences {
-        match (self.lengths.take(), self.tokens, self.docs) {
+        let bounds = self.bounds.as_deref().cloned().unwrap_or_default();
+        match (self.lengths.take(), bounds.tokens, bounds.docs) {
             (Some(l), _, _) => {
                 let knowledge = if self.padded { SequenceKnowledge::DenseShapes } else { SequenceKnowledge::Exact };
                 Sequences::from_lengths(knowledge, l)
             }
             (None, Some(t), Some(d)) => {
-                Sequences::from_bounds(d, t, u32::try_from(self.max_len.unwrap_or(t)).unwrap_or(u32::MAX))
+                Sequences::from_bounds(d, t, u32::try_from(bounds.max_len.unwrap_or(t)).unwrap_or(u32::MAX))
             }
             _ => Sequences::default(),
         }
@@ -107,7 +117,7 @@ fn parse_lengths(value: &str) -> Option<Vec<u32>> {
 }
 
 /// Sets one field of a row from its text; `Err` says what is wrong with it.
-fn set_field(row: &mut Row, key: &str, value: &str, seen: &mut (bool, bool)) -> Result<(), String> {
+fn set_field(row: &mut Row, key: &str, value: &str, seen: &mut (bool, bool), hosts: &mut Hosts) -> Result<(), String> {
     let value = value.trim();
     if value.is_empty() || value == "null" {
         return Ok(());
@@ -128,15 +138,15 @@ fn set_field(row: &mut Row, key: &str, value: &str, seen: &mut (bool, bool)) -> 
         "pp" => row.coords.pp = Some(small(value)?),
         "tp" => row.coords.tp = Some(small(value)?),
         "cp" => row.coords.cp = Some(small(value)?),
-        "host" => row.host = Some(value.trim_matches('"').to_owned()),
+        "host" => row.host = hosts.id(value.trim_matches('"')),
         "world_size" => match small(value)? {
             0 => return Err(format!("{key} = {value} is not a rank count")),
             w => row.world_size = Some(w),
         },
-        "tokens" => row.tokens = Some(int(value)?),
+        "tokens" => row.bounds.get_or_insert_default().tokens = Some(int(value)?),
         "padded" => row.padded = matches!(value.trim_matches('"'), "1" | "true" | "True" | "TRUE"),
-        "docs" => row.docs = Some(int(value)?),
-        "max_len" => row.max_len = Some(int(value)?),
+        "docs" => row.bounds.get_or_insert_default().docs = Some(int(value)?),
+        "max_len" => row.bounds.get_or_insert_default().max_len = Some(int(value)?),
         "lengths" => {
             row.lengths = Some(
                 parse_lengths(value)
@@ -167,11 +177,36 @@ fn set_field(row: &mut Row, key: &str, value: &str, seen: &mut (bool, bool)) -> 
     Ok(())
 }
 
+/// The host names a file's rows give, each kept once: rows are held until the end of the file,
+/// and a name of its own for each was a tenth of a step log's memory.
+#[derive(Default)]
+struct Hosts {
+    names: Vec<String>,
+    ids: std::collections::HashMap<String, u32>,
+}
+
+impl Hosts {
+    fn id(&mut self, name: &str) -> Option<u32> {
+        if let Some(&id) = self.ids.get(name) {
+            return Some(id);
+        }
+        let id = u32::try_from(self.names.len()).ok()?;
+        self.names.push(name.to_owned());
+        self.ids.insert(name.to_owned(), id);
+        Some(id)
+    }
+
+    fn name(&self, id: u32) -> Option<&str> {
+        self.names.get(id as usize).map(String::as_str)
+    }
+}
+
 /// Collects rows and turns them into workers.
 #[derive(Default)]
 struct Rows {
     file: String,
     rows: Vec<Row>,
+    hosts: Hosts,
     /// Sequence lengths the rows hold: most of a step log's memory.
     lengths_held: usize,
     stats: ImportStats,
@@ -193,7 +228,8 @@ impl Rows {
                 ),
             );
         }
-        if row.tokens.is_some() != row.docs.is_some() && row.lengths.is_none() {
+        let half_bounds = row.bounds.as_deref().is_some_and(|b| b.tokens.is_some() != b.docs.is_some());
+        if half_bounds && row.lengths.is_none() {
             diags.push(
                 Severity::Warning,
                 Some(Location::Line(row.line)),
@@ -259,7 +295,7 @@ impl Rows {
             }
             let Some(worker) = workers.last_mut() else { continue };
             worker.coords = first.coords;
-            worker.host = worker.host.take().or_else(|| first.host.clone());
+            worker.host = worker.host.take().or_else(|| first.host.and_then(|h| self.hosts.name(h)).map(str::to_owned));
             let (row, mut mbs) = if first.mb.is_none() { (Some(first), Vec::new()) } else { (None, vec![first]) };
             while let Some(mb_row) = rows.next_if(|r| (r.rank, r.step) == (rank, step)) {
                 mbs.push(mb_row);
@@ -464,7 +500,7 @@ fn parse_jsonl_line(rows: &mut Rows, number: u64, line: &[u8], diags: &mut Diagn
     for (key, value) in fields {
         let text = if value.starts_with(b"\"") { json::string(value) } else { json::text(value) };
         let field = match (std::str::from_utf8(&key), text) {
-            (Ok(key), Ok(text)) => set_field(&mut row, key, &text, &mut seen),
+            (Ok(key), Ok(text)) => set_field(&mut row, key, &text, &mut seen, &mut rows.hosts),
             (Err(_), _) => Err("a key that is not UTF-8".to_owned()),
             (Ok(key), Err(why)) => Err(format!("{key}: {why}")),
         };
@@ -581,7 +617,7 @@ fn parse_csv_line(
     let mut row = Row { line: number, ..Row::default() };
     let mut seen = (false, false);
     for (name, value) in names.iter().zip(&fields) {
-        if let Err(why) = set_field(&mut row, name, value, &mut seen) {
+        if let Err(why) = set_field(&mut row, name, value, &mut seen, &mut rows.hosts) {
             diags.push(Severity::Warning, Some(Location::Line(number)), why);
         }
     }
@@ -624,9 +660,9 @@ mod tests {
     fn fields_are_checked() {
         let mut row = Row::default();
         let mut seen = (false, false);
-        assert!(set_field(&mut row, "lengths", "[12, 40]", &mut seen).is_ok());
+        assert!(set_field(&mut row, "lengths", "[12, 40]", &mut seen, &mut Hosts::default()).is_ok());
         assert_eq!(row.lengths, Some(vec![12, 40]));
-        assert!(set_field(&mut row, "lengths", "12 x", &mut seen).is_err());
+        assert!(set_field(&mut row, "lengths", "12 x", &mut seen, &mut Hosts::default()).is_err());
         for (text, want) in [
             ("[]", Some(vec![])),
             ("\"12;40 7\"", Some(vec![12, 40, 7])),
@@ -639,12 +675,18 @@ mod tests {
         ] {
             assert_eq!(parse_lengths(text), want, "{text}");
         }
-        assert!(set_field(&mut row, "step_s", "-1", &mut seen).unwrap_err().contains("negative"));
-        assert!(set_field(&mut row, "rank", "99999999999", &mut seen).unwrap_err().contains("too large"));
-        assert!(set_field(&mut row, "loss", "2.5", &mut seen).is_ok());
-        assert!(set_field(&mut row, "v", "2", &mut seen).is_ok());
+        assert!(
+            set_field(&mut row, "step_s", "-1", &mut seen, &mut Hosts::default()).unwrap_err().contains("negative")
+        );
+        assert!(
+            set_field(&mut row, "rank", "99999999999", &mut seen, &mut Hosts::default())
+                .unwrap_err()
+                .contains("too large")
+        );
+        assert!(set_field(&mut row, "loss", "2.5", &mut seen, &mut Hosts::default()).is_ok());
+        assert!(set_field(&mut row, "v", "2", &mut seen, &mut Hosts::default()).is_ok());
         assert_eq!(row.version, 2);
-        assert!(set_field(&mut row, "padded", "true", &mut seen).is_ok() && row.padded);
+        assert!(set_field(&mut row, "padded", "true", &mut seen, &mut Hosts::default()).is_ok() && row.padded);
     }
 
     #[test]
@@ -659,6 +701,33 @@ mod tests {
     }
 
     /// Each JSONL line as the reader takes it: (line kept, messages).
+    #[test]
+    fn each_worker_keeps_its_host_and_bounds() {
+        // Hosts are kept once per file; a worker's is its first row's that names one.
+        let log = [
+            r#"{"step": 1, "rank": 0, "step_s": 1.0, "host": "node-a", "tokens": 300, "docs": 3, "max_len": 200}"#,
+            r#"{"step": 1, "rank": 1, "step_s": 1.0}"#,
+            r#"{"step": 2, "rank": 1, "step_s": 1.0, "host": "node-b"}"#,
+            r#"{"step": 1, "rank": 2, "step_s": 1.0, "host": "node-a", "tokens": 5}"#,
+        ];
+        let mut rows = Rows::default();
+        let mut diags = DiagnosticSink::new("log.jsonl");
+        for (i, line) in log.iter().enumerate() {
+            parse_jsonl_line(&mut rows, i as u64 + 1, line.as_bytes(), &mut diags);
+        }
+        assert_eq!(rows.hosts.names, ["node-a", "node-b"]);
+        let (workers, _) = rows.finish(&mut diags);
+        let hosts: Vec<Option<&str>> = workers.iter().map(|w| w.host.as_deref()).collect();
+        assert_eq!(hosts, [Some("node-a"), Some("node-b"), Some("node-a")]);
+        let bounds = workers.first().and_then(|w| w.steps.first()).map(|s| &s.sequences);
+        assert_eq!(
+            bounds.map(|b| (b.knowledge, b.tokens, b.documents, b.max_len)),
+            Some((SequenceKnowledge::VarlenBounds, 300, 3, 200))
+        );
+        let messages: Vec<String> = diags.finish().into_iter().map(|d| d.message).collect();
+        assert_eq!(messages, ["tokens and docs go together (with max_len); lengths bounds ignored"]);
+    }
+
     #[test]
     fn a_later_row_for_the_same_place_replaces_the_earlier() {
         let log = [
