@@ -62,6 +62,8 @@ fn send_recv_groups_give_each_rank_its_pipeline_stage() {
     assert_eq!((table.stages, table.dp_size), (2, 2));
     let places: Vec<(usize, usize)> = table.slots.iter().map(|s| (s.stage, s.dp)).collect();
     assert_eq!(places, [(0, 0), (0, 1), (1, 0), (1, 1)]);
+    let labels: Vec<&str> = table.slots.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, ["rank 0 (dp 0, pp 0)", "rank 1 (dp 1, pp 0)", "rank 2 (dp 0, pp 1)", "rank 3 (dp 1, pp 1)"]);
 
     // A sample of the ranks still has its stages.
     let sample = job(&[(1, 4, "[1, 3]", false), (3, 4, "[1, 3]", true)]);

@@ -567,9 +567,16 @@ pub fn build(job: &Job) -> Frame {
                 d
             }
         };
+        // The coordinates the input gives, else the place given here (a rank's data-parallel
+        // index within its stage, when only the stage is known).
         let label = match (w.coords.dp, w.coords.pp) {
             (None, None) => format!("rank {}", w.rank),
-            (dp, pp) => format!("rank {} (dp {}, pp {})", w.rank, dp.unwrap_or(0), pp.unwrap_or(0)),
+            (given_dp, given_pp) => format!(
+                "rank {} (dp {}, pp {})",
+                w.rank,
+                given_dp.map_or(dp, |d| d as usize),
+                given_pp.map_or(stage, |p| p as usize)
+            ),
         };
         slots.push(Slot { rank: w.rank, dp, stage, label });
     }
