@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use seqskew_core::analysis::frame;
 use seqskew_core::diag::Severity;
 use seqskew_core::import::FileSummary;
 use seqskew_core::text;
@@ -19,17 +20,23 @@ struct Output {
 struct JobSummary {
     workers: usize,
     steps: usize,
+    /// The layout the analysis will use: data-parallel width and pipeline stages.
+    dp: usize,
+    pp: usize,
     diagnostics: Vec<seqskew_core::diag::Diagnostic>,
 }
 
 pub fn run(paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
     let files = input::expand(paths)?;
     let (summaries, mut assembled) = input::assemble(input::import_all(&files));
+    let (dp, pp) = frame::layout(&frame::slots(&assembled.job));
     let out = Output {
         files: summaries,
         job: JobSummary {
             workers: assembled.job.workers.len(),
             steps: assembled.job.steps().len(),
+            dp,
+            pp,
             diagnostics: std::mem::take(&mut assembled.diagnostics),
         },
     };
@@ -58,7 +65,14 @@ pub fn run(paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
                 println!("  {}", d);
             }
         }
-        println!("job: {}, {}", text::count(out.job.workers, "worker"), text::count(out.job.steps, "step"));
+        let job = &out.job;
+        println!(
+            "job: {} (dp {} × pp {}), {}",
+            text::count(job.workers, "worker"),
+            job.dp,
+            job.pp,
+            text::count(job.steps, "step")
+        );
         for d in &out.job.diagnostics {
             println!("  {d}");
         }

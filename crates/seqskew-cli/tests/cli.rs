@@ -121,6 +121,7 @@ fn inspect_json_has_the_documented_shape_and_names_a_broken_file() {
         .collect();
     assert!(!errors.is_empty() && errors.iter().all(|d| d["message"].is_string()), "{report}");
     assert_eq!((report["job"]["workers"].as_u64(), report["job"]["steps"].as_u64()), (Some(8), Some(30)));
+    assert_eq!((report["job"]["dp"].as_u64(), report["job"]["pp"].as_u64()), (Some(8), Some(1)));
 
     // Every file unusable: 2.
     let out = seqskew(&["inspect", path_arg(&kineto.join("cut.json.gz"))]);
@@ -141,12 +142,12 @@ fn inspect_text_names_each_file_its_workers_and_ranks() {
     );
     assert!(lines.get(1).is_some_and(|l| l.starts_with("  1 worker (rank 3), 30 steps (")), "{text}");
     assert!(lines.get(1).is_some_and(|l| l.ends_with("sequences: exact")), "{text}");
-    assert_eq!(lines.get(2), Some(&"job: 1 worker, 30 steps"), "{text}");
+    assert_eq!(lines.get(2), Some(&"job: 1 worker (dp 1 × pp 1), 30 steps"), "{text}");
     // One rank of eight: the job's warning says which are missing.
     assert!(lines.get(3).is_some_and(|l| l.contains("ranks 0-2, 4-7 are missing")), "{text}");
 
     let out = seqskew(&["inspect", path_arg(&kineto)]);
-    assert!(stdout(&out).contains("job: 8 workers, 30 steps"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("job: 8 workers (dp 8 × pp 1), 30 steps"), "{}", stdout(&out));
 }
 
 #[test]
@@ -287,6 +288,9 @@ fn synth_writes_every_format_and_each_diagnoses_as_its_truth_says() {
     assert_eq!(cause, "pipeline_stage_imbalance");
     let ranks = std::fs::read_dir(out.join("kineto")).map(|d| d.count()).unwrap_or(0);
     assert_eq!(ranks, 32, "one gzipped Kineto trace per rank");
+    // The Kineto traces' send/recv groups give the pipeline's layout.
+    let inspected = stdout(&seqskew(&["inspect", path_arg(&out.join("kineto"))]));
+    assert!(inspected.contains("job: 32 workers (dp 8 × pp 4), 12 steps"), "{inspected}");
     for input in ["kineto", "job.trace.json.gz", "steps.jsonl.gz", "steps.csv.gz"] {
         let report = json(&seqskew(&["analyze", "--json", path_arg(&out.join(input))]));
         assert_eq!(report["verdict"]["primary"], cause, "{input}");

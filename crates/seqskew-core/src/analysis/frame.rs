@@ -545,9 +545,10 @@ fn dense(values: &[Option<u32>]) -> Vec<Option<usize>> {
     values.iter().map(|v| v.and_then(|v| distinct.binary_search(&v).ok())).collect()
 }
 
-/// Builds the table. Workers without pipeline coordinates are stage 0; without data-parallel
-/// coordinates they are numbered within their stage in rank order (pure data parallelism).
-pub fn build(job: &Job) -> Frame {
+/// Each worker's place in the job, in the job's order. Workers without pipeline coordinates are
+/// stage 0; without data-parallel coordinates they are numbered within their stage in rank
+/// order (pure data parallelism).
+pub fn slots(job: &Job) -> Vec<Slot> {
     let stage_of = dense(&job.workers.iter().map(|w| w.coords.pp).collect::<Vec<_>>());
     let dp_known = dense(&job.workers.iter().map(|w| w.coords.dp).collect::<Vec<_>>());
     let mut next_dp: Vec<usize> = Vec::new();
@@ -580,6 +581,19 @@ pub fn build(job: &Job) -> Frame {
         };
         slots.push(Slot { rank: w.rank, dp, stage, label });
     }
+    slots
+}
+
+/// The data-parallel width and the pipeline stages of these slots (1 × 1 for none).
+pub fn layout(slots: &[Slot]) -> (usize, usize) {
+    let dp_size = slots.iter().map(|s| s.dp + 1).max().unwrap_or(1);
+    let stages = slots.iter().map(|s| s.stage + 1).max().unwrap_or(1);
+    (dp_size, stages)
+}
+
+/// Builds the table, its workers placed by [`slots`].
+pub fn build(job: &Job) -> Frame {
+    let slots = slots(job);
     let steps = job.steps();
     let width = job.workers.len();
     // Ranges of steps on every core (building the table mostly waits on memory). Each part's
@@ -606,8 +620,7 @@ pub fn build(job: &Job) -> Frame {
     if knowledge == SequenceKnowledge::VarlenBounds {
         use_attention_for_bounds(&mut parts, width);
     }
-    let stages = slots.iter().map(|s| s.stage + 1).max().unwrap_or(1);
-    let dp_size = slots.iter().map(|s| s.dp + 1).max().unwrap_or(1);
+    let (dp_size, stages) = layout(&slots);
     let lengths_known = parts.iter().any(|p| p.cells.seq.known.contains(&true));
     Frame { steps, slots, stages, dp_size, knowledge, lengths_known, parts }
 }
