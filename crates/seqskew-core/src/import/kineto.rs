@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use super::events::{EventPlace, Interest, RawEvent, TraceBuilder};
 use super::json;
 use super::names::{NameCache, collective_op, is_attention, is_backend_collective, is_backward, rank_from_file_name};
-use super::numbers::{digits, leading_digits, to_nanos, to_u64};
+use super::numbers::{digits, leading_digits, list_of_u32, to_nanos, to_u64};
 use super::timeline::{Piece, bucket, partition};
 use super::trace_event::{RawArgs, RawText, Str};
 use super::{vec_bytes, world_size_above_rank};
@@ -297,7 +297,10 @@ impl KinetoBuilder {
         else {
             return;
         };
-        let mut group = integers_in(ranks.get());
+        // `"[0, 8, 16, 24]"` (a JSON string) or `[0, 8, 16, 24]` (a list); anything else is ignored.
+        let Some(mut group) = std::str::from_utf8(ranks.get()).ok().and_then(list_of_u32) else {
+            return;
+        };
         group.sort_unstable();
         group.dedup();
         if group.len() >= 2 && !self.p2p_groups.contains(&group) {
@@ -532,15 +535,6 @@ impl KinetoBuilder {
         fold_layer_repeats(&mut per_step);
         per_step
     }
-}
-
-/// The whole numbers in a group's recorded ranks, `"[0, 8, 16, 24]"` (a JSON string or list):
-/// every run of digits that fits a rank.
-fn integers_in(text: &[u8]) -> Vec<u32> {
-    text.split(|b| !b.is_ascii_digit())
-        .filter(|run| !run.is_empty())
-        .filter_map(|run| digits(run).and_then(|n| u32::try_from(n).ok()))
-        .collect()
 }
 
 /// The lengths a `seqlens=` annotation lists: whole numbers separated by commas, spaces or

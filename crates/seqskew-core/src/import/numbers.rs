@@ -189,6 +189,28 @@ pub fn digits(raw: &[u8]) -> Option<u64> {
     })
 }
 
+/// A list of non-negative integers that each fit a `u32`: `[12, 40]`, `12 40`, `12;40`,
+/// optionally quoted (a step log's lengths; a collective's ranks, `"[0, 8, 16]"`); `None` when
+/// anything else is in it. Hand-rolled because the lengths are most of a step log's bytes.
+pub fn list_of_u32(value: &str) -> Option<Vec<u32>> {
+    let list = value.trim_matches('"').trim();
+    let list = list.strip_prefix('[').and_then(|l| l.strip_suffix(']')).unwrap_or(list);
+    let mut lengths = Vec::with_capacity(list.len() / 4);
+    let mut current: Option<u32> = None;
+    for b in list.bytes() {
+        match b {
+            b'0'..=b'9' => {
+                let digit = u32::from(b - b'0');
+                current = Some(current.unwrap_or(0).checked_mul(10)?.checked_add(digit)?);
+            }
+            b',' | b' ' | b';' | b'\t' => lengths.extend(current.take()),
+            _ => return None,
+        }
+    }
+    lengths.extend(current);
+    Some(lengths)
+}
+
 /// Seconds as floating-point text, the way Python's `time.perf_counter()` deltas are logged.
 pub fn seconds_to_nanos(raw: &str) -> Result<Nanos, NumberProblem> {
     to_nanos(raw, 1_000_000_000)
@@ -253,6 +275,22 @@ mod tests {
         assert_eq!(to_nanos("-", 1000), Err(NumberProblem::NotANumber));
         assert_eq!(to_nanos("1.2.3", 1000), Err(NumberProblem::NotANumber));
         assert_eq!(to_duration("-3", 1000), Err(NumberProblem::Negative));
+    }
+
+    #[test]
+    fn lists_of_integers() {
+        for (text, want) in [
+            ("[]", Some(vec![])),
+            ("\"12;40 7\"", Some(vec![12, 40, 7])),
+            (" [ 1,2 , 3 ] ", Some(vec![1, 2, 3])),
+            ("[4294967295]", Some(vec![u32::MAX])),
+            ("[4294967296]", None),
+            ("[1, -2]", None),
+            ("[1.5]", None),
+            ("[[1]]", None),
+        ] {
+            assert_eq!(list_of_u32(text), want, "{text}");
+        }
     }
 
     #[test]
