@@ -235,9 +235,8 @@ impl KinetoBuilder {
                 let named = self.names.get_or(name, NameClass::of);
                 if named.comms_record {
                     // It names its collective, and the collective's group, in its args.
-                    let args = ev.args.as_ref();
-                    let op = args.and_then(|a| a.collective_name.as_ref()).and_then(|n| collective_op(n.as_str()));
-                    self.note_p2p_group(op, args);
+                    let op = self.collective_in_args(ev.args.as_ref());
+                    self.note_p2p_group(op, ev.args.as_ref());
                 }
                 let class = if named.attention {
                     let backward = named.backward;
@@ -266,11 +265,7 @@ impl KinetoBuilder {
             _ => {
                 let is_memory = matches!(cat, "gpu_memcpy" | "gpu_memset" | "Memcpy" | "Memset");
                 let named = self.names.get_or(name, NameClass::of);
-                let named_collective =
-                    ev.args.as_ref().and_then(|a| a.collective_name.as_ref()).map(|n| {
-                        self.names.get_or(n.as_str(), NameClass::of).collective.unwrap_or(CollectiveOp::Other)
-                    });
-                let op = named_collective.or(if is_memory { None } else { named.collective });
+                let op = self.collective_in_args(ev.args.as_ref()).or(if is_memory { None } else { named.collective });
                 self.note_p2p_group(op, ev.args.as_ref());
                 let kind = if op.is_some() {
                     SpanKind::Communication
@@ -288,6 +283,13 @@ impl KinetoBuilder {
                 true
             }
         }
+    }
+
+    /// The collective an event's args name (`"Collective name"`), classified once per name; a
+    /// name that is none of the known ones is some other collective.
+    fn collective_in_args(&mut self, args: Option<&RawArgs<'_>>) -> Option<CollectiveOp> {
+        let name = args?.collective_name.as_ref()?;
+        Some(self.names.get_or(name.as_str(), NameClass::of).collective.unwrap_or(CollectiveOp::Other))
     }
 
     /// Keeps the group of a point-to-point call (pipeline send/recv), where the call names it.
