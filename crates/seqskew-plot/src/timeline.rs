@@ -15,6 +15,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::{Deserialize, Serialize};
 
+use seqskew_core::analysis::frame;
 use seqskew_core::model::{Job, Nanos, SpanKind};
 
 use crate::common::{self, DESC_SIZE, Keyed, LABEL_SIZE, anchored, err};
@@ -208,14 +209,6 @@ impl Lane {
     }
 }
 
-/// Dense indices of the values present, in sorted order.
-fn dense(values: &[Option<u32>]) -> Vec<Option<u32>> {
-    let mut distinct: Vec<u32> = values.iter().flatten().copied().collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    values.iter().map(|v| v.and_then(|v| distinct.binary_search(&v).ok()).map(|i| i as u32)).collect()
-}
-
 /// Builds the timeline from the model: lanes by stage then rank, labels as the analysis names
 /// workers, times in milliseconds since the first step start. It takes the job so that each
 /// worker's spans are freed once its lane is built (the two are the largest things the
@@ -223,17 +216,18 @@ fn dense(values: &[Option<u32>]) -> Vec<Option<u32>> {
 pub fn timeline_data(job: Job) -> TimelineData {
     let origin: Nanos = job.workers.iter().flat_map(|w| w.steps.iter().map(|s| s.start)).min().unwrap_or(0);
     let ms = |t: Nanos| t.saturating_sub(origin) as f64 / 1e6;
-    let stage_of = dense(&job.workers.iter().map(|w| w.coords.pp).collect::<Vec<_>>());
+    // Each worker's stage and name, as the analysis places it.
+    let mut slots = frame::slots(&job);
     let mut end: f64 = 0.0;
     let mut lanes: Vec<Lane> = job
         .workers
         .into_iter()
         .enumerate()
         .map(|(i, w)| {
-            let label = match (w.coords.dp, w.coords.pp) {
-                (None, None) => format!("rank {}", w.rank),
-                (dp, pp) => format!("rank {} (dp {}, pp {})", w.rank, dp.unwrap_or(0), pp.unwrap_or(0)),
-            };
+            let (label, stage) = slots.get_mut(i).map_or_else(
+                || (format!("rank {}", w.rank), 0),
+                |slot| (std::mem::take(&mut slot.label), u32::try_from(slot.stage).unwrap_or(u32::MAX)),
+            );
             let steps: Vec<(LaneStep, Vec<LaneSpan>)> = w
                 .steps
                 .into_iter()
@@ -253,7 +247,7 @@ pub fn timeline_data(job: Job) -> TimelineData {
                 })
                 .collect();
             end = steps.iter().map(|s| s.0.end()).fold(end, f64::max);
-            Lane::new(i, label, stage_of.get(i).copied().flatten().unwrap_or(0), steps)
+            Lane::new(i, label, stage, steps)
         })
         .collect();
     lanes.sort_by_key(|l| (l.stage, l.worker));

@@ -363,6 +363,14 @@ fn timeline_data_is_relative_milliseconds_by_stage() {
     assert_eq!(data.extent(), (0.0, 200.0));
     let labels: Vec<&str> = data.lanes.iter().map(|l| l.label.as_str()).collect();
     assert_eq!(labels, ["rank 0 (dp 0, pp 0)", "rank 1 (dp 0, pp 1)"]);
+    // Lanes are named as the analysis names the workers: with a stage but no data-parallel
+    // coordinate (Kineto ranks), by their index within the stage.
+    let mut two_replicas = job();
+    for w in &mut two_replicas.workers {
+        w.coords = Coords { dp: None, pp: Some(0), tp: None, cp: None };
+    }
+    let labels: Vec<String> = timeline_data(two_replicas).lanes.into_iter().map(|l| l.label).collect();
+    assert_eq!(labels, ["rank 0 (dp 0, pp 0)", "rank 1 (dp 1, pp 0)"]);
     let lane = &data.lanes[1];
     let second = &lane.steps[1];
     assert_eq!((second.step, second.start, second.duration), (2, 100.0, 100.0));
