@@ -117,6 +117,24 @@ impl MicroBatchCell {
     }
 }
 
+/// An optional time in 8 bytes, where `Option<Nanos>` takes 16: the table has a column of them
+/// for cells and one for micro-batches, millions of entries. `Nanos::MIN` stands for none (a
+/// time that low is read as the least one above it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaybeNanos(Nanos);
+
+impl MaybeNanos {
+    const NONE: MaybeNanos = MaybeNanos(Nanos::MIN);
+
+    fn new(time: Option<Nanos>) -> Self {
+        time.map_or(Self::NONE, |t| MaybeNanos(t.max(Nanos::MIN + 1)))
+    }
+
+    pub fn get(self) -> Option<Nanos> {
+        (self != Self::NONE).then_some(self.0)
+    }
+}
+
 /// A column's entries `range` (none where out of bounds).
 fn run<'a, T>(column: &'a [T], range: &Range<usize>) -> &'a [T] {
     column.get(range.clone()).unwrap_or_default()
@@ -231,7 +249,7 @@ struct CellColumns {
     attention: Vec<Nanos>,
     optimizer: Vec<Nanos>,
     collectives: Vec<Nanos>,
-    transfer: Vec<Option<Nanos>>,
+    transfer: Vec<MaybeNanos>,
     stall: Vec<Nanos>,
     other: Vec<Nanos>,
     seq: SeqColumns,
@@ -249,7 +267,7 @@ impl CellColumns {
             attention: vec![0; n],
             optimizer: vec![0; n],
             collectives: vec![0; n],
-            transfer: vec![None; n],
+            transfer: vec![MaybeNanos::NONE; n],
             stall: vec![0; n],
             other: vec![0; n],
             seq: SeqColumns::zeroed(n),
@@ -269,7 +287,7 @@ impl CellColumns {
         put(&mut self.attention, i, s.sequences.attention.unwrap_or_else(|| t.get(SpanKind::Attention)));
         put(&mut self.optimizer, i, t.get(SpanKind::Optimizer));
         put(&mut self.collectives, i, communication - p2p.min(communication));
-        put(&mut self.transfer, i, s.transfer.map(|x| x.min(communication)));
+        put(&mut self.transfer, i, MaybeNanos::new(s.transfer.map(|x| x.min(communication))));
         put(&mut self.stall, i, t.get(SpanKind::HostStall) + t.get(SpanKind::DataLoading));
         put(&mut self.other, i, t.get(SpanKind::Other));
     }
@@ -306,7 +324,7 @@ pub struct Row<'a> {
     pub attention: &'a [Nanos],
     pub optimizer: &'a [Nanos],
     pub collectives: &'a [Nanos],
-    pub transfer: &'a [Option<Nanos>],
+    pub transfer: &'a [MaybeNanos],
     pub stall: &'a [Nanos],
     pub other: &'a [Nanos],
     pub seq: SeqSlice<'a>,
@@ -345,7 +363,7 @@ impl<'a> Row<'a> {
             attention: at(self.attention),
             optimizer: at(self.optimizer),
             collectives: at(self.collectives),
-            transfer: self.transfer.get(i).copied().flatten(),
+            transfer: self.transfer.get(i).and_then(|t| t.get()),
             stall: at(self.stall),
             other: at(self.other),
             seq: self.seq.get(i),
@@ -376,7 +394,7 @@ impl<'a> Row<'a> {
 struct MicroBatchColumns {
     forward: Vec<Nanos>,
     backward: Vec<Nanos>,
-    attention: Vec<Option<Nanos>>,
+    attention: Vec<MaybeNanos>,
     seq: SeqColumns,
 }
 
@@ -385,7 +403,7 @@ impl MicroBatchColumns {
         MicroBatchColumns {
             forward: vec![0; n],
             backward: vec![0; n],
-            attention: vec![None; n],
+            attention: vec![MaybeNanos::NONE; n],
             seq: SeqColumns::zeroed(n),
         }
     }
@@ -393,7 +411,7 @@ impl MicroBatchColumns {
     fn set(&mut self, i: usize, m: &MicroBatch) {
         put(&mut self.forward, i, m.forward);
         put(&mut self.backward, i, m.backward);
-        put(&mut self.attention, i, m.sequences.attention);
+        put(&mut self.attention, i, MaybeNanos::new(m.sequences.attention));
         self.seq.set(i, &m.sequences);
     }
 
@@ -412,7 +430,7 @@ impl MicroBatchColumns {
 pub struct MicroBatchRun<'a> {
     pub forward: &'a [Nanos],
     pub backward: &'a [Nanos],
-    attention: &'a [Option<Nanos>],
+    attention: &'a [MaybeNanos],
     pub seq: SeqSlice<'a>,
 }
 
@@ -445,7 +463,7 @@ impl<'a> MicroBatchRun<'a> {
             forward: self.forward.get(i).copied().unwrap_or(0),
             backward: self.backward.get(i).copied().unwrap_or(0),
             seq: self.seq.get(i),
-            attention: self.attention.get(i).copied().flatten(),
+            attention: self.attention.get(i).and_then(|t| t.get()),
         }
     }
 
@@ -597,25 +615,34 @@ pub fn build(job: &Job) -> Frame {
     let steps = job.steps();
     let width = job.workers.len();
     // Ranges of steps on every core (building the table mostly waits on memory). Each part's
-    // cells are allocated here, their micro-batches counted, then those allocated, then all
+    // cells are allocated here, their micro-batches placed, then those allocated, then all
     // filled in.
-    let mut parts: Vec<(Range<usize>, SequenceKnowledge, Part)> = par::ranges(steps.len(), par::min_rows(width))
+    let mut parts: Vec<(Range<usize>, Filled, Part)> = par::ranges(steps.len(), par::min_rows(width))
         .into_iter()
         .map(|range| {
             let cells = CellColumns::zeroed(range.len().saturating_mul(width));
             let part = Part { first_step: range.start, cells, micro_batches: MicroBatchColumns::default() };
-            (range, SequenceKnowledge::default(), part)
+            (range, Filled::default(), part)
         })
         .collect();
-    par::each_mut(&mut parts, |_, (range, knowledge, part)| {
-        *knowledge = place_micro_batches(job, &steps, range.clone(), &mut part.cells);
-    });
-    for (_, _, part) in &mut parts {
-        let count = part.cells.micro_batch_start.last().copied().unwrap_or(0);
-        part.micro_batches = MicroBatchColumns::zeroed(count as usize);
+    // First where each worker's first step says (the usual case, known without a pass over the
+    // whole model), which the fill checks; else where counting every cell puts them.
+    for counted in [false, true] {
+        par::each_mut(&mut parts, |_, (range, _, part)| {
+            if counted || !place_micro_batches_alike(job, &steps, range.clone(), &mut part.cells) {
+                place_micro_batches(job, &steps, range.clone(), &mut part.cells);
+            }
+        });
+        for (_, _, part) in &mut parts {
+            let count = part.cells.micro_batch_start.last().copied().unwrap_or(0);
+            part.micro_batches = MicroBatchColumns::zeroed(count as usize);
+        }
+        par::each_mut(&mut parts, |_, (range, filled, part)| *filled = fill(job, &steps, range.clone(), part));
+        if parts.iter().all(|(_, filled, _)| filled.placed) {
+            break;
+        }
     }
-    par::each_mut(&mut parts, |_, (range, _, part)| fill(job, &steps, range.clone(), part));
-    let knowledge = parts.iter().map(|(_, k, _)| *k).max().unwrap_or_default();
+    let knowledge = parts.iter().map(|(_, filled, _)| filled.knowledge).max().unwrap_or_default();
     let mut parts: Vec<Part> = parts.into_iter().map(|(_, _, part)| part).collect();
     if knowledge == SequenceKnowledge::VarlenBounds {
         use_attention_for_bounds(&mut parts, width);
@@ -668,13 +695,11 @@ fn each_cell<'a>(
 /// Steps whose cells are made together (see [`each_cell`]).
 const TILE: usize = 32;
 
-/// Where each cell's micro-batches go in its part's micro-batch columns: in cell order (the
-/// order the diagnosis reads them in), counted first. Returns the best sequence knowledge
-/// among the cells.
-fn place_micro_batches(job: &Job, steps: &[u64], range: Range<usize>, cells: &mut CellColumns) -> SequenceKnowledge {
-    let mut knowledge = SequenceKnowledge::default();
+/// Where each cell's micro-batches go in its part's micro-batch columns, in cell order (the
+/// order the diagnosis reads them in): one after another, counted first.
+fn place_micro_batches(job: &Job, steps: &[u64], range: Range<usize>, cells: &mut CellColumns) {
+    cells.micro_batch_start.fill(0);
     each_cell(job, steps, range, |i, _, s| {
-        knowledge = knowledge.max(s.sequences.knowledge);
         // Its count for now, where the next cell's start goes.
         put(&mut cells.micro_batch_start, i + 1, u32::try_from(s.micro_batches.len()).unwrap_or(u32::MAX));
     });
@@ -683,20 +708,65 @@ fn place_micro_batches(job: &Job, steps: &[u64], range: Range<usize>, cells: &mu
         next = next.saturating_add(*bound);
         *bound = next;
     }
-    knowledge
+}
+
+/// Places the micro-batches as [`place_micro_batches`] would if every worker has every step of
+/// `steps[range]`, each with as many micro-batches as its first: what most jobs are, read from
+/// one step per worker instead of every cell (a pass over the whole model, a fifth of the
+/// table's making at 4096 workers × 1000 steps). False, with nothing placed, when a worker lacks
+/// a step; [`fill`] finds a step whose count differs.
+fn place_micro_batches_alike(job: &Job, steps: &[u64], range: Range<usize>, cells: &mut CellColumns) -> bool {
+    let Some((first, last)) = bounds(steps, range.clone()) else { return false };
+    let mut counts: Vec<u32> = Vec::with_capacity(job.workers.len());
+    for w in &job.workers {
+        let stretch = stretch(w, first, last);
+        // Distinct steps among the range's: as many as it has means all of them.
+        match stretch.first() {
+            Some(s) if stretch.len() == range.len() => {
+                counts.push(u32::try_from(s.micro_batches.len()).unwrap_or(u32::MAX))
+            }
+            _ => return false,
+        }
+    }
+    put(&mut cells.micro_batch_start, 0, 0);
+    let mut next = 0u32;
+    let mut bounds = cells.micro_batch_start.iter_mut().skip(1);
+    for _ in range {
+        for (&count, bound) in counts.iter().zip(bounds.by_ref()) {
+            next = next.saturating_add(count);
+            *bound = next;
+        }
+    }
+    true
+}
+
+/// What [`fill`] found.
+#[derive(Clone, Copy, Debug, Default)]
+struct Filled {
+    /// The best among the cells.
+    knowledge: SequenceKnowledge,
+    /// Every cell had as many micro-batches as the place it was given.
+    placed: bool,
 }
 
 /// Writes into `part` the cells of `steps[range]` (`steps` being all the job's, sorted), and
-/// their micro-batches where [`place_micro_batches`] put them.
-fn fill(job: &Job, steps: &[u64], range: Range<usize>, part: &mut Part) {
+/// their micro-batches where they were placed.
+fn fill(job: &Job, steps: &[u64], range: Range<usize>, part: &mut Part) -> Filled {
     let Part { cells, micro_batches, .. } = part;
+    let mut knowledge = SequenceKnowledge::default();
+    let mut placed = true;
     each_cell(job, steps, range, |i, worker, s| {
+        knowledge = knowledge.max(s.sequences.knowledge);
         let start = cells.micro_batch_start.get(i).copied().unwrap_or(0);
-        for (m, at) in worker.micro_batches_of(s).iter().zip(start as usize..) {
+        let end = cells.micro_batch_start.get(i + 1).copied().unwrap_or(start);
+        let own = worker.micro_batches_of(s);
+        placed &= own.len() == end.saturating_sub(start) as usize;
+        for (m, at) in own.iter().zip(start as usize..end as usize) {
             micro_batches.set(at, m);
         }
         cells.set(i, worker, s);
     });
+    Filled { knowledge, placed }
 }
 
 /// With only varlen bounds, a shard's attention cost is best known from its measured attention
@@ -734,7 +804,7 @@ fn use_attention_for_bounds(parts: &mut [Part], width: usize) {
             }
             let [start, end] = [ends.first(), ends.last()].map(|e| e.copied().unwrap_or(0));
             for m in span(start, end) {
-                let attention = micro_batches.attention.get(m).copied().flatten().filter(|a| *a > 0);
+                let attention = micro_batches.attention.get(m).and_then(|t| t.get()).filter(|a| *a > 0);
                 if let (true, Some(a), Some(q)) =
                     (mb.known.get(m).copied().unwrap_or(false), attention, mb.quadratic.get_mut(m))
                 {
@@ -771,7 +841,8 @@ mod tests {
     #[test]
     fn unknown_times_stay_apart_from_zero() {
         use crate::model::{KindTotals, MicroBatch, Sequences};
-        // Transfer and micro-batch attention: unknown, zero, and a time, one worker each.
+        // Transfer and micro-batch attention: unknown, zero, times, and the least time (which
+        // the table holds as the next one up), one worker each.
         let step = |time: Option<Nanos>| {
             let sequences = Sequences { attention: time, ..Sequences::default() };
             let micro_batches = vec![MicroBatch { sequences, ..MicroBatch::default() }];
@@ -779,15 +850,17 @@ mod tests {
             totals.add(SpanKind::Communication, 100);
             (WorkerStep { step: 1, duration: 100, totals, transfer: time, ..WorkerStep::default() }, micro_batches, [])
         };
-        let times = [None, Some(0), Some(7)];
+        let times = [None, Some(0), Some(7), Some(-5), Some(Nanos::MIN)];
         let workers =
             times.iter().zip(0..).map(|(&t, rank)| Worker { rank, ..Worker::default() }.with_steps([step(t)]));
         let f = build(&Job { workers: workers.collect() });
-        let seen: Vec<(Option<Nanos>, Vec<Option<Nanos>>)> = (0..3)
+        let seen: Vec<(Option<Nanos>, Vec<Option<Nanos>>)> = (0..times.len())
             .filter_map(|w| f.cell(0, w))
             .map(|c| (c.transfer, f.micro_batches_of(&c).map(|m| m.attention).collect()))
             .collect();
-        let expected: Vec<(Option<Nanos>, Vec<Option<Nanos>>)> = times.iter().map(|&t| (t, vec![t])).collect();
+        let held = |t: Option<Nanos>| t.map(|t| t.max(Nanos::MIN + 1));
+        let expected: Vec<(Option<Nanos>, Vec<Option<Nanos>>)> =
+            times.iter().map(|&t| (held(t), vec![held(t)])).collect();
         assert_eq!(seen, expected);
     }
 
@@ -833,18 +906,36 @@ mod tests {
 
     #[test]
     fn tiles_of_steps_keep_every_cell_and_its_micro_batches_in_place() {
+        // More steps than a tile, with 0–2 micro-batches a step: each worker missing different
+        // steps; every worker with every step, as many micro-batches in each as in its first
+        // (placed from the first steps alone); and the same, but not as many (placed from the
+        // first steps, found wrong, then counted).
+        // (case, whether worker w has step s, its micro-batches in it)
+        let cases: [(&str, Has, Count); 3] = [
+            ("gaps", |w, s| s % (w + 2) != 1, |_, s| s % 3),
+            ("alike", |_, _| true, |w, _| w % 3),
+            ("not alike", |_, _| true, |w, s| (w + s / 7) % 3),
+        ];
+        for (case, has, count) in cases {
+            check_cells_and_micro_batches(case, has, count);
+        }
+    }
+
+    /// Whether worker `w` has step `s`.
+    type Has = fn(u64, u64) -> bool;
+    /// How many micro-batches worker `w` has in step `s`.
+    type Count = fn(u64, u64) -> u64;
+
+    fn check_cells_and_micro_batches(case: &str, has: Has, count: Count) {
         use crate::model::MicroBatch;
-        // More steps than a tile, each worker missing different ones, with 0–2 micro-batches
-        // a step: every cell is its own worker-step, micro-batches in cell order.
         let steps = 3 * TILE as u64 + 5;
         let tag = |w: u64, s: u64| (w * 1000 + s) as i64;
-        let has = |w: u64, s: u64| s % (w + 2) != 1;
         let job = Job {
             workers: (0..3)
                 .map(|w| {
                     Worker { rank: w as u32, ..Worker::default() }.with_steps((0..steps).filter(|&s| has(w, s)).map(
                         |s| {
-                            let micro_batches = (0..s % 3).map(move |m| MicroBatch {
+                            let micro_batches = (0..count(w, s)).map(move |m| MicroBatch {
                                 forward: tag(w, s) * 10 + m as i64,
                                 ..MicroBatch::default()
                             });
@@ -856,27 +947,31 @@ mod tests {
         };
         let f = build(&job);
         let union: Vec<u64> = (0..steps).filter(|&s| (0..3).any(|w| has(w, s))).collect();
-        assert!(union.len() < steps as usize && union.len() > 2 * TILE);
-        assert_eq!(f.steps, union);
+        assert!(union.len() > 2 * TILE, "{case}");
+        assert_eq!(f.steps, union, "{case}");
         let mut in_order = Vec::new();
         for (si, &s) in union.iter().enumerate() {
             for w in 0..3 {
                 let cell = f.cell(si, w as usize);
-                assert_eq!(cell.map(|c| c.duration), has(w, s).then(|| tag(w, s)), "step {s} worker {w}");
+                assert_eq!(cell.map(|c| c.duration), has(w, s).then(|| tag(w, s)), "{case}: step {s} worker {w}");
                 let forwards: Vec<i64> = cell.iter().flat_map(|c| f.micro_batches_of(c)).map(|m| m.forward).collect();
                 let expected: Vec<i64> =
-                    if has(w, s) { (0..s % 3).map(|m| tag(w, s) * 10 + m as i64).collect() } else { Vec::new() };
-                assert_eq!(forwards, expected, "step {s} worker {w}");
+                    if has(w, s) { (0..count(w, s)).map(|m| tag(w, s) * 10 + m as i64).collect() } else { Vec::new() };
+                assert_eq!(forwards, expected, "{case}: step {s} worker {w}");
                 // The same through the row's view of its part's micro-batches.
                 let row = f.row(si);
                 let span = row.micro_batch_span(w as usize);
-                assert_eq!(row.part_micro_batches.forward.get(span), Some(&expected[..]), "step {s} worker {w}");
+                assert_eq!(
+                    row.part_micro_batches.forward.get(span),
+                    Some(&expected[..]),
+                    "{case}: step {s} worker {w}"
+                );
                 in_order.extend(expected);
             }
         }
-        // Micro-batches sit in the table's columns in cell order.
+        // Micro-batches sit in the table's columns in cell order, and nothing else does.
         let all: Vec<i64> = f.parts.iter().flat_map(|p| p.micro_batches.forward.iter().copied()).collect();
-        assert_eq!(all, in_order);
+        assert_eq!(all, in_order, "{case}");
     }
 
     #[test]

@@ -251,7 +251,7 @@ impl Steps for FromFrame<'_> {
             transfers.clear();
             for (d, &(wi, _)) in stage.iter().enumerate().filter_map(|(d, b)| Some((d, b.as_ref()?))) {
                 present += 1;
-                transfers.extend(row.transfer.get(wi).copied().flatten().map(|t| t as f64));
+                transfers.extend(row.transfer.get(wi).and_then(|t| t.get()).map(|t| t as f64));
                 let Some(slot) = out.slot_mut((p, d)) else { continue };
                 // Its micro-batches are read from the part's columns directly (this runs for
                 // every worker-step, twice).
