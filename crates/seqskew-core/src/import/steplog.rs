@@ -3,10 +3,11 @@
 //! and the form `seqskew summarize` writes. The format is specified in `docs/formats.md`.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use super::json::{self, ScanError};
 use super::numbers::{list_of_u32, seconds_to_nanos, to_u64};
-use super::{BOM, ContentParser, ImportStats, vec_bytes, world_size_above_rank};
+use super::{BOM, ContentParser, ImportStats, world_size_above_rank};
 use crate::diag::{DiagnosticSink, Location, Severity};
 use crate::model::{
     Collective, CollectiveOp, Coords, KindTotals, MicroBatch, Nanos, SequenceKnowledge, Sequences, Span, SpanKind,
@@ -52,7 +53,7 @@ struct Row {
     host: Option<u32>,
     world_size: Option<u32>,
     /// Nanoseconds per field of [`TIME_FIELDS`]; bit `i` of `given` says whether field `i`
-    /// was given (half the size of an array of options: rows are held until the end).
+    /// was given (half the size of an array of options: step rows are held until the end).
     times: [Nanos; TIME_FIELDS.len()],
     given: u16,
     lengths: Option<Vec<u32>>,
@@ -60,8 +61,8 @@ struct Row {
     padded: bool,
     /// The step-log version the row says it follows.
     version: u64,
-    /// Varlen bounds instead of lengths, where the row gives them (boxed: rows are held until
-    /// the end of the file, and most give lengths or nothing).
+    /// Varlen bounds instead of lengths, where the row gives them (boxed: step rows are held
+    /// until the end of the file, and most give lengths or nothing).
     bounds: Option<Box<Bounds>>,
 }
 
@@ -156,8 +157,9 @@ fn set_field(row: &mut Row, key: &str, value: &str, seen: &mut (bool, bool), hos
     Ok(())
 }
 
-/// The host names a file's rows give, each kept once: rows are held until the end of the file,
-/// and a name of its own for each was 7 % of a step log's peak memory (the bench's 50 MB one).
+/// The host names a file's rows give, each kept once: step rows are held until the end of the
+/// file, and a name of its own for each row was 7 % of a step log's peak memory (the bench's
+/// 50 MB one, when every row was held).
 #[derive(Default)]
 struct Hosts {
     names: Vec<String>,
@@ -180,17 +182,71 @@ impl Hosts {
     }
 }
 
-/// Collects rows and turns them into workers.
+/// Collects rows, each into its worker-step's place, and turns them into workers.
 #[derive(Default)]
 struct Rows {
     file: String,
-    rows: Vec<Row>,
+    /// By (rank, step): in order, so the workers come out sorted, each place freed as its step
+    /// is made (rows held until the end and the steps made from them were twice the model).
+    places: BTreeMap<(u32, u64), Place>,
     hosts: Hosts,
-    /// Sequence lengths the rows hold: most of a step log's memory.
-    lengths_held: usize,
+    /// What the places hold, in bytes (see [`ContentParser::held_bytes`]).
+    held: usize,
     stats: ImportStats,
     /// Warned once per file about a newer version.
     newer_version: bool,
+}
+
+/// The rows of one worker-step so far: its step row and its micro-batches, each made into the
+/// model's micro-batch as it is read (a row has room for every field a row may give).
+#[derive(Default)]
+struct Place {
+    /// The latest step row (boxed: most places of a log with micro-batch rows have one, and
+    /// most rows are micro-batch rows).
+    row: Option<Box<Row>>,
+    /// Earlier step rows the latest replaced.
+    replaced_rows: u32,
+    /// (its line, the micro-batch), duplicates included until the end.
+    micro_batches: Vec<(u64, MicroBatch)>,
+    /// The worker's coordinates, host and world size come from the step row, else from the
+    /// first micro-batch's (the latest of equals).
+    first: Option<Origin>,
+}
+
+/// Where a row is and what it says of its worker.
+#[derive(Clone, Copy)]
+struct Origin {
+    line: u64,
+    mb: Option<u32>,
+    coords: Coords,
+    host: Option<u32>,
+    world_size: Option<u32>,
+}
+
+impl Place {
+    fn add(&mut self, row: Row) {
+        // Rows come in line order: a later one of the same micro-batch (or none) comes first.
+        if self.first.is_none_or(|f| row.mb <= f.mb) {
+            let Row { line, mb, coords, host, world_size, .. } = row;
+            self.first = Some(Origin { line, mb, coords, host, world_size });
+        }
+        if row.mb.is_some() {
+            self.micro_batches.push((row.line, micro_batch(row)));
+        } else {
+            self.replaced_rows += u32::from(self.row.is_some());
+            self.row = Some(Box::new(row));
+        }
+    }
+}
+
+/// A micro-batch row as the model's micro-batch (its lengths moved, not copied).
+fn micro_batch(mut r: Row) -> MicroBatch {
+    let fwd = r.time("fwd_s");
+    let bwd = r.time("bwd_s");
+    let forward = fwd.or_else(|| r.time("compute_s").filter(|_| bwd.is_none())).unwrap_or(0);
+    let mut sequences = r.take_sequences();
+    sequences.attention = r.time("attn_s");
+    MicroBatch { id: r.mb.unwrap_or(0), start: r.time("start_s"), forward, backward: bwd.unwrap_or(0), sequences }
 }
 
 impl Rows {
@@ -227,23 +283,37 @@ impl Rows {
             return;
         }
         self.stats.kept += 1;
-        self.lengths_held += row.lengths.as_ref().map_or(0, Vec::len);
-        self.rows.push(row);
+        let lengths = row.lengths.as_ref().map_or(0, Vec::len).saturating_mul(size_of::<u32>());
+        let held = if row.mb.is_some() { size_of::<(u64, MicroBatch)>() } else { size_of::<Row>() };
+        let place = match self.places.entry((row.rank, row.step)) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                self.held = self.held.saturating_add(size_of::<((u32, u64), Place)>());
+                e.insert(Place::default())
+            }
+        };
+        place.add(row);
+        self.held = self.held.saturating_add(held).saturating_add(lengths);
     }
 
-    /// Groups the rows by rank, step and micro-batch by sorting them in place (they are most
-    /// of the memory: copying them into maps doubled it), then builds each worker's steps.
+    /// Drops the rows that later ones replaced (saying so), then builds each worker's steps,
+    /// place by place.
     fn finish(mut self, diags: &mut DiagnosticSink) -> (Vec<Worker>, ImportStats) {
-        // The latest row first among those for one place, so that it is the one kept.
-        self.rows.sort_unstable_by_key(|r| (r.rank, r.step, r.mb, std::cmp::Reverse(r.line)));
         let mut replaced: Vec<(u64, u64, u32, Option<u32>)> = Vec::new();
-        self.rows.dedup_by(|earlier, kept| {
-            let same = (earlier.rank, earlier.step, earlier.mb) == (kept.rank, kept.step, kept.mb);
-            if same {
-                replaced.push((kept.line, kept.step, kept.rank, kept.mb));
+        for (&(rank, step), place) in &mut self.places {
+            if let Some(row) = &place.row {
+                replaced.extend((0..place.replaced_rows).map(|_| (row.line, step, rank, None)));
             }
-            same
-        });
+            // The latest row first among those for one micro-batch, so that it is the one kept.
+            place.micro_batches.sort_unstable_by_key(|(line, m)| (m.id, std::cmp::Reverse(*line)));
+            place.micro_batches.dedup_by(|earlier, kept| {
+                let same = earlier.1.id == kept.1.id;
+                if same {
+                    replaced.push((kept.0, step, rank, Some(kept.1.id)));
+                }
+                same
+            });
+        }
         replaced.sort_unstable();
         for (line, step, rank, mb) in replaced {
             diags.push(
@@ -257,9 +327,8 @@ impl Rows {
         }
         let mut workers: Vec<Worker> = Vec::new();
         let mut clock: Nanos = 0;
-        let mut rows = std::mem::take(&mut self.rows).into_iter().peekable();
-        while let Some(first) = rows.next() {
-            let (rank, step) = (first.rank, first.step);
+        while let Some(((rank, step), place)) = self.places.pop_first() {
+            let Some(first) = place.first else { continue };
             if workers.last().is_none_or(|w| w.rank != rank) {
                 // The job's rank count, as the worker's first row says (when above its rank).
                 let world_size = world_size_above_rank(
@@ -275,11 +344,8 @@ impl Rows {
             let Some(worker) = workers.last_mut() else { continue };
             worker.coords = first.coords;
             worker.host = worker.host.take().or_else(|| first.host.and_then(|h| self.hosts.name(h)).map(str::to_owned));
-            let (row, mut mbs) = if first.mb.is_none() { (Some(first), Vec::new()) } else { (None, vec![first]) };
-            while let Some(mb_row) = rows.next_if(|r| (r.rank, r.step) == (rank, step)) {
-                mbs.push(mb_row);
-            }
-            match build_step(step, row, mbs, clock, diags) {
+            let micro_batches = place.micro_batches.into_iter().map(|(_, m)| m).collect();
+            match build_step(step, place.row.map(|row| *row), micro_batches, clock, diags) {
                 Some((ws, micro_batches, collectives)) => {
                     clock = ws.start + ws.duration;
                     worker.push_step(ws, micro_batches, collectives);
@@ -291,33 +357,16 @@ impl Rows {
     }
 }
 
-/// A worker-step, its micro-batches and collectives, from its row and micro-batch rows. Steps
+/// A worker-step, its micro-batches and collectives, from its row and micro-batches. Steps
 /// without a start follow the previous.
 fn build_step(
     step: u64,
     mut row: Option<Row>,
-    mbs: Vec<Row>,
+    micro_batches: Vec<MicroBatch>,
     clock: Nanos,
     diags: &mut DiagnosticSink,
 ) -> Option<(WorkerStep, Vec<MicroBatch>, Vec<Collective>)> {
     let row_sequences = row.as_mut().map(Row::take_sequences);
-    let micro_batches: Vec<MicroBatch> = mbs
-        .into_iter()
-        .map(|mut r| {
-            let fwd = r.time("fwd_s");
-            let bwd = r.time("bwd_s");
-            let forward = fwd.or_else(|| r.time("compute_s").filter(|_| bwd.is_none())).unwrap_or(0);
-            let mut sequences = r.take_sequences();
-            sequences.attention = r.time("attn_s");
-            MicroBatch {
-                id: r.mb.unwrap_or(0),
-                start: r.time("start_s"),
-                forward,
-                backward: bwd.unwrap_or(0),
-                sequences,
-            }
-        })
-        .collect();
     let mut totals = KindTotals::default();
     let given = |field: &str| row.as_ref().and_then(|r| r.time(field));
     for (field, kind) in TIME_FIELDS {
@@ -490,15 +539,9 @@ fn parse_jsonl_line(rows: &mut Rows, number: u64, line: &[u8], diags: &mut Diagn
     rows.push(row, seen, diags);
 }
 
-impl Rows {
-    fn held_bytes(&self) -> usize {
-        vec_bytes(&self.rows).saturating_add(self.lengths_held.saturating_mul(size_of::<u32>()))
-    }
-}
-
 impl ContentParser for JsonlParser {
     fn held_bytes(&self) -> usize {
-        self.rows.held_bytes()
+        self.rows.held
     }
 
     fn feed(&mut self, chunk: &[u8], diags: &mut DiagnosticSink) {
@@ -605,7 +648,7 @@ fn parse_csv_line(
 
 impl ContentParser for CsvParser {
     fn held_bytes(&self) -> usize {
-        self.rows.held_bytes()
+        self.rows.held
     }
 
     fn feed(&mut self, chunk: &[u8], diags: &mut DiagnosticSink) {
@@ -668,6 +711,37 @@ mod tests {
     }
 
     /// Each JSONL line as the reader takes it: (line kept, messages).
+    /// The rows of a JSON Lines log, its lines numbered from 1.
+    fn read(log: &[&str], diags: &mut DiagnosticSink) -> Rows {
+        let mut rows = Rows::default();
+        for (i, line) in log.iter().enumerate() {
+            parse_jsonl_line(&mut rows, i as u64 + 1, line.as_bytes(), diags);
+        }
+        rows
+    }
+
+    #[test]
+    fn a_worker_is_placed_by_each_steps_step_row_else_its_first_micro_batch() {
+        // Step 1 has micro-batch rows only, micro-batch 0's first; step 2's step rows come after
+        // its micro-batch's. The worker's coordinates are its last step's (its latest step row),
+        // its host and world size its first step's (micro-batch 0's).
+        let log = [
+            r#"{"step": 1, "rank": 0, "mb": 0, "dp": 6, "host": "a", "world_size": 8, "compute_s": 0.1}"#,
+            r#"{"step": 1, "rank": 0, "mb": 1, "dp": 7, "host": "b", "compute_s": 0.1}"#,
+            r#"{"step": 2, "rank": 0, "mb": 0, "dp": 1, "compute_s": 0.1}"#,
+            r#"{"step": 2, "rank": 0, "dp": 2, "world_size": 4, "step_s": 1.0}"#,
+            r#"{"step": 2, "rank": 0, "dp": 3, "step_s": 1.0}"#,
+            r#"{"step": 2, "rank": 0, "dp": 5, "step_s": 1.0}"#,
+        ];
+        let mut diags = DiagnosticSink::new("log.jsonl");
+        let (workers, _) = read(&log, &mut diags).finish(&mut diags);
+        let placed = workers.iter().map(|w| (w.coords.dp, w.host.as_deref(), w.world_size, w.steps.len()));
+        assert_eq!(placed.collect::<Vec<_>>(), [(Some(5), Some("a"), Some(8), 2)]);
+        // Three step rows for one place: the last is kept, and each earlier one is named there.
+        let got: Vec<String> = diags.finish().into_iter().map(|d| format!("{:?} {}", d.location, d.message)).collect();
+        assert_eq!(got, ["Some(Line(6)) a second row for step 2 rank 0; it replaced the first"; 2]);
+    }
+
     #[test]
     fn each_worker_keeps_its_host_and_bounds() {
         // Hosts are kept once per file; a worker's is its first row's that names one.
@@ -677,11 +751,8 @@ mod tests {
             r#"{"step": 2, "rank": 1, "step_s": 1.0, "host": "node-b"}"#,
             r#"{"step": 1, "rank": 2, "step_s": 1.0, "host": "node-a", "tokens": 5}"#,
         ];
-        let mut rows = Rows::default();
         let mut diags = DiagnosticSink::new("log.jsonl");
-        for (i, line) in log.iter().enumerate() {
-            parse_jsonl_line(&mut rows, i as u64 + 1, line.as_bytes(), &mut diags);
-        }
+        let rows = read(&log, &mut diags);
         assert_eq!(rows.hosts.names, ["node-a", "node-b"]);
         let (workers, _) = rows.finish(&mut diags);
         let hosts: Vec<Option<&str>> = workers.iter().map(|w| w.host.as_deref()).collect();
@@ -705,11 +776,8 @@ mod tests {
             r#"{"step": 1, "rank": 0, "step_s": 1.0}"#,
             r#"{"step": 1, "rank": 1, "mb": 0, "compute_s": 0.5}"#,
         ];
-        let mut rows = Rows::default();
         let mut diags = DiagnosticSink::new("log.jsonl");
-        for (i, line) in log.iter().enumerate() {
-            parse_jsonl_line(&mut rows, i as u64 + 1, line.as_bytes(), &mut diags);
-        }
+        let rows = read(&log, &mut diags);
         let (workers, _) = rows.finish(&mut diags);
         let got: Vec<String> = diags.finish().into_iter().map(|d| format!("{:?} {}", d.location, d.message)).collect();
         assert_eq!(
