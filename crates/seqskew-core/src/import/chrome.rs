@@ -34,9 +34,9 @@ enum Direction {
     Unknown,
 }
 
+/// A span of one thread (kept in its thread's list).
 #[derive(Clone, Copy, Debug)]
 struct Record {
-    thread: ThreadKey,
     start: Nanos,
     end: Nanos,
     kind: SpanKind,
@@ -80,7 +80,14 @@ pub struct ChromeBuilder {
     file: String,
     process_labels: HashMap<i64, String>,
     thread_labels: HashMap<ThreadKey, String>,
-    records: Vec<Record>,
+    /// Each thread's records, in the order its threads first came: a worker's are moved out
+    /// whole and freed once its steps are made (gathered into one list, the records were held
+    /// twice, then again beside the whole model).
+    records: Vec<(ThreadKey, Vec<Record>)>,
+    /// Where each thread's records are in `records`.
+    thread_index: HashMap<ThreadKey, usize>,
+    /// The thread of the latest record, and where its records are.
+    last_thread: Option<(ThreadKey, usize)>,
     step_spans: Vec<StepSpan>,
     /// Exact lengths as found: (thread, step argument, time, micro-batch, lengths). Events without
     /// a step argument belong to the step span they start in.
@@ -132,6 +139,8 @@ impl ChromeBuilder {
             process_labels: HashMap::new(),
             thread_labels: HashMap::new(),
             records: Vec::new(),
+            thread_index: HashMap::new(),
+            last_thread: None,
             step_spans: Vec::new(),
             lengths: Vec::new(),
             open: HashMap::new(),
@@ -162,7 +171,23 @@ impl ChromeBuilder {
             self.step_spans.push(StepSpan { thread, step: number, start, end });
             return;
         }
-        self.records.push(Record { thread, start, end, kind, direction, op, step, micro_batch });
+        let record = Record { start, end, kind, direction, op, step, micro_batch };
+        // Events mostly follow others of their thread: its place is looked up only on a change.
+        let index = match self.last_thread {
+            Some((t, index)) if t == thread => index,
+            _ => {
+                let records = &mut self.records;
+                let index = *self.thread_index.entry(thread).or_insert_with(|| {
+                    records.push((thread, Vec::new()));
+                    records.len() - 1
+                });
+                self.last_thread = Some((thread, index));
+                index
+            }
+        };
+        if let Some((_, list)) = self.records.get_mut(index) {
+            list.push(record);
+        }
     }
 
     /// Worker identity of a thread: process coordinates refined by the thread's.
@@ -220,7 +245,8 @@ impl Interest for ChromeBuilder {
 impl TraceBuilder for ChromeBuilder {
     fn held_bytes(&self) -> usize {
         // Lengths are few next to events; their lists are not counted.
-        [vec_bytes(&self.records), vec_bytes(&self.step_spans), vec_bytes(&self.lengths)].iter().sum()
+        let records: usize = self.records.iter().map(|(_, list)| vec_bytes(list)).sum();
+        [records, vec_bytes(&self.step_spans), vec_bytes(&self.lengths)].iter().sum()
     }
 
     fn wants_top_level(&self, _: &str) -> bool {
@@ -314,7 +340,7 @@ impl TraceBuilder for ChromeBuilder {
         }
         // Threads with the same rank coordinates (or, unlabelled, the same pid) are one worker.
         let mut threads: Vec<ThreadKey> =
-            self.records.iter().map(|r| r.thread).chain(self.step_spans.iter().map(|s| s.thread)).collect();
+            self.records.iter().map(|(t, _)| *t).chain(self.step_spans.iter().map(|s| s.thread)).collect();
         threads.sort_unstable();
         threads.dedup();
         let mut worker_of: HashMap<ThreadKey, usize> = HashMap::new();
@@ -337,10 +363,15 @@ impl TraceBuilder for ChromeBuilder {
                 "no process or thread names carry rank coordinates; each pid is taken as one worker",
             );
         }
+        // Each worker's threads' records, moved (a worker of one thread) or appended.
         let mut records: Vec<Vec<Record>> = vec![Vec::new(); identities.len()];
-        for r in self.records {
-            if let Some(list) = worker_of.get(&r.thread).and_then(|&i| records.get_mut(i)) {
-                list.push(r);
+        for (t, mut list) in self.records {
+            if let Some(all) = worker_of.get(&t).and_then(|&i| records.get_mut(i)) {
+                if all.is_empty() {
+                    *all = list;
+                } else {
+                    all.append(&mut list);
+                }
             }
         }
         let mut spans: Vec<Vec<StepSpan>> = vec![Vec::new(); identities.len()];
@@ -357,13 +388,14 @@ impl TraceBuilder for ChromeBuilder {
         }
         let mut workers: Vec<Worker> = Vec::with_capacity(identities.len());
         for (((&(rank, coords, pid), records), spans), lengths) in
-            identities.iter().zip(&records).zip(&spans).zip(&lengths)
+            identities.iter().zip(records).zip(&spans).zip(&lengths)
         {
             let rank = rank.unwrap_or_else(|| {
                 if coords == Coords::default() { u32::try_from(pid).unwrap_or(u32::MAX) } else { u32::MAX }
             });
             let worker = Worker { rank, coords, host: None, source: self.file.clone(), ..Worker::default() };
-            workers.push(worker.with_steps(build_steps(records, spans, lengths)));
+            // Its records are freed here, before the next worker's steps are made.
+            workers.push(worker.with_steps(build_steps(&records, spans, lengths)));
         }
         number_workers_by_coords(&mut workers);
         workers.sort_by_key(|w| w.rank);
@@ -508,5 +540,47 @@ mod tests {
         assert_eq!(step_name("train_step"), StepName::FromArgument);
         assert_eq!(step_name("forward-compute"), StepName::No);
         assert_eq!(step_name("stepper"), StepName::No);
+    }
+
+    #[test]
+    fn a_workers_threads_make_its_steps_together_whatever_the_event_order() {
+        // Two ranks, each with a compute thread and a communication thread, events interleaved
+        // across all four threads as a merged trace has them. Times in microseconds.
+        let event = |pid: u32, tid: u32, name: &str, step: u32, ts: u32, dur: u32| {
+            format!(
+                r#"{{"ph": "X", "name": "{name}", "pid": {pid}, "tid": {tid}, "ts": {ts}, "dur": {dur}, "args": {{"step": {step}}}}}"#
+            )
+        };
+        let mut events = vec![
+            r#"{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "rank 0"}}"#.to_owned(),
+            r#"{"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "rank 1"}}"#.to_owned(),
+        ];
+        for step in 1..=2 {
+            let t = step * 1000;
+            events.extend([
+                event(1, 1, "forward", step, t, 300),
+                event(2, 1, "forward", step, t, 500),
+                event(2, 2, "all-reduce", step, t + 500, 100),
+                event(1, 2, "all-reduce", step, t + 300, 300),
+                event(1, 1, "optimizer", step, t + 600, 50),
+                event(2, 1, "optimizer", step, t + 600, 50),
+            ]);
+        }
+        let trace = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
+        let import = crate::import::import_bytes("merged.json", trace.as_bytes());
+        // Per rank and step: (compute, communication, optimizer) in µs, and its collectives.
+        let seen: Vec<(u32, u64, [Nanos; 3], usize)> = import
+            .workers
+            .iter()
+            .flat_map(|w| {
+                w.steps.iter().map(|s| {
+                    let kinds = [SpanKind::Compute, SpanKind::Communication, SpanKind::Optimizer];
+                    (w.rank, s.step, kinds.map(|k| s.totals.get(k) / 1000), w.collectives_of(s).len())
+                })
+            })
+            .collect();
+        let rank0 = [300, 300, 50];
+        let rank1 = [500, 100, 50];
+        assert_eq!(seen, [(0, 1, rank0, 1), (0, 2, rank0, 1), (1, 1, rank1, 1), (1, 2, rank1, 1)]);
     }
 }
