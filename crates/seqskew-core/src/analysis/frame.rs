@@ -626,21 +626,24 @@ pub fn build(job: &Job) -> Frame {
         })
         .collect();
     // First where each worker's first step says (the usual case, known without a pass over the
-    // whole model), which the fill checks; else where counting every cell puts them.
+    // whole model), which the fill checks; then, in the parts where that was wrong, where
+    // counting every cell puts them (the cells filled again from the first).
     for counted in [false, true] {
-        par::each_mut(&mut parts, |_, (range, _, part)| {
-            if counted || !place_micro_batches_alike(job, &steps, range.clone(), &mut part.cells) {
+        let todo = |filled: &Filled| !filled.placed;
+        par::each_mut(&mut parts, |_, (range, filled, part)| {
+            if todo(filled) && (counted || !place_micro_batches_alike(job, &steps, range.clone(), &mut part.cells)) {
                 place_micro_batches(job, &steps, range.clone(), &mut part.cells);
             }
         });
-        for (_, _, part) in &mut parts {
+        for (_, _, part) in parts.iter_mut().filter(|(_, filled, _)| todo(filled)) {
             let count = part.cells.micro_batch_start.last().copied().unwrap_or(0);
             part.micro_batches = MicroBatchColumns::zeroed(count as usize);
         }
-        par::each_mut(&mut parts, |_, (range, filled, part)| *filled = fill(job, &steps, range.clone(), part));
-        if parts.iter().all(|(_, filled, _)| filled.placed) {
-            break;
-        }
+        par::each_mut(&mut parts, |_, (range, filled, part)| {
+            if todo(filled) {
+                *filled = fill(job, &steps, range.clone(), part);
+            }
+        });
     }
     let knowledge = parts.iter().map(|(_, filled, _)| filled.knowledge).max().unwrap_or_default();
     let mut parts: Vec<Part> = parts.into_iter().map(|(_, _, part)| part).collect();
@@ -664,7 +667,8 @@ fn bounds(steps: &[u64], range: Range<usize>) -> Option<(u64, u64)> {
     Some((*steps.get(range.start)?, *steps.get(range.end.checked_sub(1)?)?))
 }
 
-/// Calls `visit(i, worker, step)` for each cell `i` of `steps[range]` that a worker has. The model
+/// Calls `visit(i, worker, step)` for each cell `i` of `steps[range]` that a worker has, until
+/// it returns false. The model
 /// holds each worker's steps one after another, the table each step's workers: a transpose.
 /// Made a tile of steps at a time, worker by worker, each worker's steps are read in memory
 /// order while the tile's rows of the table stay in the cache until every worker has written
@@ -673,7 +677,7 @@ fn each_cell<'a>(
     job: &'a Job,
     steps: &[u64],
     range: Range<usize>,
-    mut visit: impl FnMut(usize, &'a Worker, &'a WorkerStep),
+    mut visit: impl FnMut(usize, &'a Worker, &'a WorkerStep) -> bool,
 ) {
     let Some((first, last)) = bounds(steps, range.clone()) else { return };
     let width = job.workers.len();
@@ -686,7 +690,9 @@ fn each_cell<'a>(
                 }
                 let Some(s) = rest.first().filter(|s| s.step == *step) else { continue };
                 *rest = rest.get(1..).unwrap_or_default();
-                visit((tile_index * TILE + t) * width + w, worker, s);
+                if !visit((tile_index * TILE + t) * width + w, worker, s) {
+                    return;
+                }
             }
         }
     }
@@ -700,11 +706,17 @@ const TILE: usize = 32;
 fn place_micro_batches(job: &Job, steps: &[u64], range: Range<usize>, cells: &mut CellColumns) {
     cells.micro_batch_start.fill(0);
     each_cell(job, steps, range, |i, _, s| {
-        // Its count for now, where the next cell's start goes.
         put(&mut cells.micro_batch_start, i + 1, u32::try_from(s.micro_batches.len()).unwrap_or(u32::MAX));
+        true
     });
+    counts_to_starts(&mut cells.micro_batch_start);
+}
+
+/// Each cell's micro-batch count, written where the next cell's start goes (the first entry
+/// 0), turned into the starts.
+fn counts_to_starts(bounds: &mut [u32]) {
     let mut next = 0u32;
-    for bound in &mut cells.micro_batch_start {
+    for bound in bounds {
         next = next.saturating_add(*bound);
         *bound = next;
     }
@@ -714,7 +726,7 @@ fn place_micro_batches(job: &Job, steps: &[u64], range: Range<usize>, cells: &mu
 /// `steps[range]`, each with as many micro-batches as its first: what most jobs are, read from
 /// one step per worker instead of every cell (a pass over the whole model, a fifth of the
 /// table's making at 4096 workers × 1000 steps). False, with nothing placed, when a worker lacks
-/// a step; [`fill`] finds a step whose count differs.
+/// a step; [`fill`] stops at a step whose count differs.
 fn place_micro_batches_alike(job: &Job, steps: &[u64], range: Range<usize>, cells: &mut CellColumns) -> bool {
     let Some((first, last)) = bounds(steps, range.clone()) else { return false };
     let mut counts: Vec<u32> = Vec::with_capacity(job.workers.len());
@@ -729,14 +741,11 @@ fn place_micro_batches_alike(job: &Job, steps: &[u64], range: Range<usize>, cell
         }
     }
     put(&mut cells.micro_batch_start, 0, 0);
-    let mut next = 0u32;
-    let mut bounds = cells.micro_batch_start.iter_mut().skip(1);
-    for _ in range {
-        for (&count, bound) in counts.iter().zip(bounds.by_ref()) {
-            next = next.saturating_add(count);
-            *bound = next;
-        }
+    // Row after row of the part, each cell its worker's count.
+    for (bound, &count) in cells.micro_batch_start.iter_mut().skip(1).zip(counts.iter().cycle()) {
+        *bound = count;
     }
+    counts_to_starts(&mut cells.micro_batch_start);
     true
 }
 
@@ -750,7 +759,8 @@ struct Filled {
 }
 
 /// Writes into `part` the cells of `steps[range]` (`steps` being all the job's, sorted), and
-/// their micro-batches where they were placed.
+/// their micro-batches where they were placed; stops, not `placed`, at the first cell with more
+/// or fewer micro-batches than its place (mostly within the first tile of steps).
 fn fill(job: &Job, steps: &[u64], range: Range<usize>, part: &mut Part) -> Filled {
     let Part { cells, micro_batches, .. } = part;
     let mut knowledge = SequenceKnowledge::default();
@@ -760,11 +770,15 @@ fn fill(job: &Job, steps: &[u64], range: Range<usize>, part: &mut Part) -> Fille
         let start = cells.micro_batch_start.get(i).copied().unwrap_or(0);
         let end = cells.micro_batch_start.get(i + 1).copied().unwrap_or(start);
         let own = worker.micro_batches_of(s);
-        placed &= own.len() == end.saturating_sub(start) as usize;
-        for (m, at) in own.iter().zip(start as usize..end as usize) {
+        placed = own.len() == end.saturating_sub(start) as usize;
+        if !placed {
+            return false;
+        }
+        for (m, at) in own.iter().zip(start as usize..) {
             micro_batches.set(at, m);
         }
         cells.set(i, worker, s);
+        true
     });
     Filled { knowledge, placed }
 }

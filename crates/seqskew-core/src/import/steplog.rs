@@ -710,7 +710,6 @@ mod tests {
         assert_eq!(got, vec![(1, "abc".into()), (2, "de".into()), (3, "".into()), (4, "f".into())]);
     }
 
-    /// Each JSONL line as the reader takes it: (line kept, messages).
     /// The rows of a JSON Lines log, its lines numbered from 1.
     fn read(log: &[&str], diags: &mut DiagnosticSink) -> Rows {
         let mut rows = Rows::default();
@@ -800,6 +799,7 @@ mod tests {
         assert_eq!(shape, [(0, 1, second, vec![]), (1, 1, 2 * second, vec![second / 2]), (1, 2, second, vec![])]);
     }
 
+    /// Each JSONL line as the reader takes it: (line, kept, messages).
     #[test]
     fn jsonl_lines_are_objects_or_named_problems() {
         let cases: [(&str, bool, &[&str]); 8] = [
