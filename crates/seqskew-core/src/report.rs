@@ -182,6 +182,21 @@ pub struct Fix {
 }
 
 /// Rounds to `digits` significant digits, so reports compare equal across platforms.
+/// Why the time workers spend in collectives cannot be split into transfer and waiting, when
+/// it cannot: of the job's ranks (`world_size`, when the traces say), fewer are loaded, or only
+/// one is (a collective's transfer is its end minus its last rank's arrival, and an absent
+/// rank's arrival is unknown). One rule, on what the report states, for the diagnosis and for
+/// the report's wording.
+pub fn peers_missing(loaded: usize, world_size: Option<u32>) -> Option<String> {
+    match world_size {
+        Some(world) if world as usize > loaded => {
+            Some(format!("only {loaded} of the job's {world} ranks {} loaded", if loaded == 1 { "is" } else { "are" }))
+        }
+        _ if loaded == 1 => Some("only one rank is loaded".into()),
+        _ => None,
+    }
+}
+
 pub fn round(x: f64, digits: i32) -> f64 {
     if x == 0.0 || !x.is_finite() {
         return if x.is_finite() { 0.0 } else { x };
@@ -221,9 +236,9 @@ impl Report {
     }
 
     /// Whether some of the job's ranks are not in the report's inputs (the job says it had more,
-    /// or only one is loaded), as the diagnosis decides it (`analysis::peers_missing`).
+    /// or only one is loaded): the diagnosis's own rule ([`peers_missing`]) on the report's job.
     pub fn peers_missing(&self) -> bool {
-        self.job.workers == 1 || self.larger_world().is_some()
+        peers_missing(self.job.workers, self.job.world_size).is_some()
     }
 
     /// The job's rank count, where the inputs say it had more ranks than were loaded.
