@@ -67,8 +67,10 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
     let job = &assembled.job;
     let frame = frame::build(job);
     let samples = samples::take(&frame);
-    let ws_fit = costmodel::fit(&samples.cell_costs);
-    let mb_fit = costmodel::fit(&samples.micro_batch_costs);
+    // The two fits are independent and each runs on one core: side by side.
+    let mut fits =
+        par::map(2, 1, |i| costmodel::fit(if i == 0 { &samples.cell_costs } else { &samples.micro_batch_costs }));
+    let (mb_fit, ws_fit) = (fits.pop().flatten(), fits.pop().flatten());
     let steps = slots::FromFrame::new(&frame, ws_fit.as_ref(), mb_fit.as_ref());
     let factors = replay::factors(&steps);
     let attribution = replay::attribute(&steps, &factors);
