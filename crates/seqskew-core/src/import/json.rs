@@ -271,9 +271,10 @@ impl<'a> Key<'a> {
 /// once, not once to find its end and again to read it.
 ///
 /// `usual` lists the keys writers usually put first, in their order: a key where it is
-/// expected is recognised by comparing one word instead of being searched for its closing
-/// quote. Any other key, or any order, is read as usual, and is still [`Key::Usual`] when its
-/// bytes are a usual key's.
+/// expected (first, or after the usual key before it in the list) is recognised by comparing
+/// a word or two instead of being searched for its closing quote, with its colon when it is
+/// written as writers write it (`"name": `). Any other key, or any order, is read as usual,
+/// and is still [`Key::Usual`] when its bytes are a usual key's.
 pub fn object_scanning<'a>(
     bytes: &'a [u8],
     open: usize,
@@ -287,65 +288,145 @@ pub fn object_scanning<'a>(
     if bytes.get(pos) == Some(&b'}') {
         return Ok(pos + 1);
     }
-    let mut place = 0;
+    // The usual key expected next.
+    let mut expected = 0;
     loop {
-        match bytes.get(pos) {
-            None => return Err(ScanError::Eof),
-            Some(b'"') => {}
-            Some(_) => return Err(ScanError::Invalid("expected a key")),
-        }
-        let expected = usual.get(place).filter(|k| swar::word(bytes, pos).is_some_and(|w| (w ^ k.word) & k.mask == 0));
-        place += 1;
-        let (key, key_end) = match expected {
-            Some(k) => (Key::Usual(place - 1), pos + k.name.len() + 2),
-            None => {
-                let (key_end, escaped) = string_span(bytes, pos)?;
-                let raw_key = bytes.get(pos + 1..key_end - 1).unwrap_or_default();
-                let key = if escaped { unescaped_key(raw_key) } else { Cow::Borrowed(raw_key) };
-                let known = usual.iter().position(|k| k.name == key.as_ref());
-                (known.map_or(Key::Other(key), Key::Usual), key_end)
+        let (key, value) = match usual.get(expected).filter(|k| k.is_spaced_at(bytes, pos)) {
+            Some(k) => (Key::Usual(expected), skip_ws(bytes, pos + k.spaced_len())),
+            None => key_and_colon(bytes, pos, usual, expected)?,
+        };
+        expected = match key {
+            Key::Usual(i) => i + 1,
+            Key::Other(_) => expected,
+        };
+        let end = member(key, value)?;
+        // A value is usually followed at once by a comma.
+        pos = match bytes.get(end) {
+            Some(b',') => skip_ws(bytes, end + 1),
+            Some(b'}') => return Ok(end + 1),
+            _ => {
+                let after = skip_ws(bytes, end);
+                match bytes.get(after) {
+                    None => return Err(ScanError::Eof),
+                    Some(b',') => skip_ws(bytes, after + 1),
+                    Some(b'}') => return Ok(after + 1),
+                    Some(_) => return Err(ScanError::Invalid("expected ',' or '}' after a value")),
+                }
             }
         };
-        pos = skip_ws(bytes, key_end);
-        match bytes.get(pos) {
-            None => return Err(ScanError::Eof),
-            Some(b':') => {}
-            Some(_) => return Err(ScanError::Invalid("expected ':' after a key")),
-        }
-        let end = member(key, skip_ws(bytes, pos + 1))?;
-        pos = skip_ws(bytes, end);
-        match bytes.get(pos) {
-            None => return Err(ScanError::Eof),
-            Some(b',') => pos = skip_ws(bytes, pos + 1),
-            Some(b'}') => return Ok(pos + 1),
-            Some(_) => return Err(ScanError::Invalid("expected ',' or '}' after a value")),
-        }
     }
 }
 
-/// A key [`object_scanning`] expects at a place: its quoted form as one little-endian word
-/// (keys of up to six bytes) and the mask of the bytes that word holds.
-pub struct UsualKey {
-    name: &'static [u8],
-    word: u64,
-    mask: u64,
+/// The key at `bytes[pos]` (where the usual key `expected` would be) and where its value
+/// starts, past the colon: the general way of [`object_scanning`]. Kept out of its loop (most
+/// keys are where they are expected): inlined, it cost the loop more than the call saved.
+#[inline(never)]
+fn key_and_colon<'a>(
+    bytes: &'a [u8],
+    pos: usize,
+    usual: &[UsualKey],
+    expected: usize,
+) -> Result<(Key<'a>, usize), ScanError> {
+    match bytes.get(pos) {
+        None => return Err(ScanError::Eof),
+        Some(b'"') => {}
+        Some(_) => return Err(ScanError::Invalid("expected a key")),
+    }
+    let (key, key_end) = match usual.get(expected).filter(|k| k.is_quoted_at(bytes, pos)) {
+        Some(k) => (Key::Usual(expected), pos + k.name.len() + 2),
+        None => {
+            let (key_end, escaped) = string_span(bytes, pos)?;
+            let raw_key = bytes.get(pos + 1..key_end - 1).unwrap_or_default();
+            let (key, known) = if escaped {
+                let key = unescaped_key(raw_key);
+                let known = usual.iter().position(|k| k.name == key.as_ref());
+                (key, known)
+            } else {
+                // Compared in words, where the lengths agree: no call per candidate.
+                let known = usual.iter().position(|k| k.name.len() == raw_key.len() && k.is_quoted_at(bytes, pos));
+                (Cow::Borrowed(raw_key), known)
+            };
+            (known.map_or(Key::Other(key), Key::Usual), key_end)
+        }
+    };
+    let colon = skip_ws(bytes, key_end);
+    match bytes.get(colon) {
+        None => Err(ScanError::Eof),
+        Some(b':') => Ok((key, skip_ws(bytes, colon + 1))),
+        Some(_) => Err(ScanError::Invalid("expected ':' after a key")),
+    }
 }
 
+/// A key [`object_scanning`] expects, as writers write it (`"name": `), in up to
+/// [`KEY_WORDS`] little-endian words: the words, the masks of the bytes they hold, and the
+/// masks of its quoted form alone (`"name"`, for writers that put no space after the colon).
+pub struct UsualKey {
+    name: &'static [u8],
+    words: [u64; KEY_WORDS],
+    spaced: [u64; KEY_WORDS],
+    quoted: [u64; KEY_WORDS],
+}
+
+/// The most words a [`UsualKey`] takes.
+const KEY_WORDS: usize = 3;
+
 impl UsualKey {
-    /// `name` without quotes, at most six bytes.
+    /// `name` without quotes, at most twenty bytes (so that with its quotes, colon and space it
+    /// takes at most [`KEY_WORDS`] words).
     pub const fn new(name: &'static [u8]) -> Self {
-        assert!(name.len() <= 6, "a usual key is compared as one word, quotes included");
-        let mut word = b'"' as u64;
-        let (mut rest, mut shift) = (name, 8);
-        while let [b, tail @ ..] = rest {
-            word |= (*b as u64) << shift;
-            shift += 8;
-            rest = tail;
+        assert!(name.len() + 4 <= 8 * KEY_WORDS, "a usual key is compared as at most three words");
+        let (words, spaced) = Self::words_of(&[b"\"", name, b"\": "]);
+        let (_, quoted) = Self::words_of(&[b"\"", name, b"\""]);
+        UsualKey { name, words, spaced, quoted }
+    }
+
+    /// `parts` one after the other as little-endian words, and the masks of their bytes.
+    const fn words_of(parts: &[&[u8]]) -> ([u64; KEY_WORDS], [u64; KEY_WORDS]) {
+        let (mut words, mut masks) = ([0u64; KEY_WORDS], [0u64; KEY_WORDS]);
+        let mut at = 0;
+        let mut parts = parts;
+        while let [part, later @ ..] = parts {
+            let mut rest = *part;
+            while let [b, tail @ ..] = rest {
+                let (byte, mask) = ((*b as u64) << (8 * (at % 8)), 0xffu64 << (8 * (at % 8)));
+                let (word, full) = match at / 8 {
+                    0 => (&mut words[0], &mut masks[0]),
+                    1 => (&mut words[1], &mut masks[1]),
+                    _ => (&mut words[2], &mut masks[2]),
+                };
+                *word |= byte;
+                *full |= mask;
+                at += 1;
+                rest = tail;
+            }
+            parts = later;
         }
-        word |= (b'"' as u64) << shift;
-        let bits = 8 * (name.len() + 2);
-        let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
-        UsualKey { name, word, mask }
+        (words, masks)
+    }
+
+    /// Whether `"name": ` is at `bytes[pos]`.
+    fn is_spaced_at(&self, bytes: &[u8], pos: usize) -> bool {
+        self.is_at(bytes, pos, &self.spaced)
+    }
+
+    /// Whether `"name"` is at `bytes[pos]`.
+    fn is_quoted_at(&self, bytes: &[u8], pos: usize) -> bool {
+        self.is_at(bytes, pos, &self.quoted)
+    }
+
+    /// Whether the bytes `masks` marks in the key's words are at `bytes[pos]`; the first word
+    /// tells nearly every other key apart.
+    fn is_at(&self, bytes: &[u8], pos: usize, masks: &[u64; KEY_WORDS]) -> bool {
+        let same = |i: usize, word: u64, mask: u64| {
+            mask == 0 || swar::word(bytes, pos + 8 * i).is_some_and(|w| (w ^ word) & mask == 0)
+        };
+        let ([w0, w1, w2], [m0, m1, m2]) = (self.words, *masks);
+        same(0, w0, m0) && same(1, w1, m1) && same(2, w2, m2)
+    }
+
+    /// The bytes of `"name": `.
+    fn spaced_len(&self) -> usize {
+        self.name.len() + 4
     }
 }
 
@@ -780,6 +861,53 @@ mod tests {
         .expect("an object");
         assert_eq!(found, [Key::Other(Cow::Borrowed(&b"phx"[..])), Key::Usual(0), Key::Usual(1), Key::Usual(1)]);
         assert_eq!(keys(r#"{"ph": 1, "ca"#).1, Err(ScanError::Eof));
+    }
+
+    /// Objects of usual keys (one to three words long, with their colon and space or not),
+    /// keys that begin like them, in any order and spacing, cut anywhere: scanned with the
+    /// usual keys, they give what scanning them without any gives.
+    #[test]
+    fn usual_keys_of_every_length_read_as_any_key() {
+        const USUAL: [UsualKey; 4] = [
+            UsualKey::new(b"ph"),
+            UsualKey::new(b"correlation"),
+            UsualKey::new(b"Process Group Ranks"),
+            UsualKey::new(b"twenty bytes exactly"),
+        ];
+        let names = ["ph", "correlation", "Process Group Ranks", "twenty bytes exactly", "p", "correlations", "x"];
+        let separators = [": ", ":", " : ", ":  ", ":\n"];
+        let read = |text: &[u8], usual: &[UsualKey]| {
+            let mut members = Vec::new();
+            let end = object_scanning(text, 0, usual, |key, start| {
+                let end = value_end(text, start)?;
+                members.push((key.into_bytes(usual).into_owned(), text.get(start..end).map(<[u8]>::to_vec)));
+                Ok(end)
+            });
+            (members, end)
+        };
+        let mut next = xorshift();
+        for _ in 0..5_000 {
+            let members: Vec<String> = (0..next() % 5)
+                .map(|_| {
+                    let name = names[next() as usize % names.len()];
+                    let separator = separators[next() as usize % separators.len()];
+                    format!("\"{name}\"{separator}{}", next() % 1000)
+                })
+                .collect();
+            let text = format!("{{{}}} ", members.join(", "));
+            for cut in 0..=text.len() {
+                let text = text.as_bytes().get(..cut).unwrap_or_default();
+                assert_eq!(read(text, &USUAL), read(text, &[]), "{}", String::from_utf8_lossy(text));
+            }
+        }
+        let mut found = Vec::new();
+        let text = br#"{"correlation": 1, "ph": 2, "Process Group Ranks":3}"#;
+        object_scanning(text, 0, &USUAL, |key, start| {
+            found.push(key);
+            value_end(text, start)
+        })
+        .expect("an object");
+        assert_eq!(found, [Key::Usual(1), Key::Usual(0), Key::Usual(2)]);
     }
 
     /// Random text of JSON's punctuation, digits and a few other bytes, `len` bytes long.

@@ -105,6 +105,40 @@ pub struct RawArgs<'a> {
     pub seq_lens: Option<RawText<'a>>,
 }
 
+/// The `args` keys any importer reads, and two it skips that kernels carry: the PyTorch
+/// profiler's kernels and launches put `correlation` first and `stream` after it, and a
+/// collective's kernel its name, size and group next, so these come first, in that order.
+const ARGS_KEYS: &[json::UsualKey] = &[
+    json::UsualKey::new(b"correlation"),
+    json::UsualKey::new(b"stream"),
+    json::UsualKey::new(b"Collective name"),
+    json::UsualKey::new(b"Group size"),
+    json::UsualKey::new(b"Process Group Ranks"),
+    json::UsualKey::new(b"Input Dims"),
+    json::UsualKey::new(b"Concrete Inputs"),
+    json::UsualKey::new(b"name"),
+    json::UsualKey::new(b"step"),
+    json::UsualKey::new(b"iteration"),
+    json::UsualKey::new(b"mb_id"),
+    json::UsualKey::new(b"microbatch"),
+    json::UsualKey::new(b"micro_batch"),
+    json::UsualKey::new(b"seqlens"),
+    json::UsualKey::new(b"seq_lens"),
+];
+const CORRELATION: usize = 0;
+const COLLECTIVE_NAME: usize = 2;
+const PROCESS_GROUP_RANKS: usize = 4;
+const INPUT_DIMS: usize = 5;
+const CONCRETE_INPUTS: usize = 6;
+const NAME_ARG: usize = 7;
+const STEP: usize = 8;
+const ITERATION: usize = 9;
+const MB_ID: usize = 10;
+const MICROBATCH: usize = 11;
+const MICRO_BATCH: usize = 12;
+const SEQLENS: usize = 13;
+const SEQ_LENS: usize = 14;
+
 impl<'a> RawArgs<'a> {
     /// Reads the args value at `bytes[start]` into `slot`, in place (the struct is large: it
     /// is not moved about per event), and returns where it ends. The slot holds the fields of
@@ -120,10 +154,10 @@ impl<'a> RawArgs<'a> {
         }
         let args = slot.insert(RawArgs::default());
         let mut bad = None;
-        let scanned = json::object_scanning(bytes, start, &[], |key, at| {
-            let key = key.into_bytes(&[]);
+        let scanned = json::object_scanning(bytes, start, ARGS_KEYS, |key, at| {
+            let json::Key::Usual(field) = key else { return json::value_end(bytes, at) };
             // Launches' and kernels' ids, one per event on a GPU: read in the pass that ends them.
-            if key.as_ref() == b"correlation"
+            if field == CORRELATION
                 && let Some((id, end)) = json::plain_integer_at(bytes, at)
             {
                 args.correlation = Some(id);
@@ -139,20 +173,20 @@ impl<'a> RawArgs<'a> {
                     None
                 }
             };
-            match key.as_ref() {
-                b"name" => args.name = string(&mut bad),
-                b"Input Dims" => args.input_dims = text(),
-                b"Concrete Inputs" => args.concrete_inputs = text(),
-                b"correlation" => args.correlation = to_u64(value),
-                b"Collective name" => args.collective_name = string(&mut bad),
-                b"Process Group Ranks" => args.process_group_ranks = text(),
-                b"step" => args.step = text(),
-                b"iteration" => args.iteration = text(),
-                b"mb_id" => args.mb_id = text(),
-                b"microbatch" => args.microbatch = text(),
-                b"micro_batch" => args.micro_batch = text(),
-                b"seqlens" => args.seqlens = text(),
-                b"seq_lens" => args.seq_lens = text(),
+            match field {
+                NAME_ARG => args.name = string(&mut bad),
+                INPUT_DIMS => args.input_dims = text(),
+                CONCRETE_INPUTS => args.concrete_inputs = text(),
+                CORRELATION => args.correlation = to_u64(value),
+                COLLECTIVE_NAME => args.collective_name = string(&mut bad),
+                PROCESS_GROUP_RANKS => args.process_group_ranks = text(),
+                STEP => args.step = text(),
+                ITERATION => args.iteration = text(),
+                MB_ID => args.mb_id = text(),
+                MICROBATCH => args.microbatch = text(),
+                MICRO_BATCH => args.micro_batch = text(),
+                SEQLENS => args.seqlens = text(),
+                SEQ_LENS => args.seq_lens = text(),
                 _ => {}
             }
             Ok(end)
