@@ -133,13 +133,21 @@ pub fn plain_decimal_prefix(raw: &[u8], unit_ns: i64) -> Option<(Nanos, usize)> 
 /// (a digit means there were more than `max`).
 pub fn leading_digits(bytes: &[u8], start: usize, max: usize) -> (u64, usize) {
     debug_assert!(max <= 19);
-    let mut at = start;
+    // The bytes that may be read, as one slice: the loop then checks neither the count nor
+    // the bounds per digit (ids, times and lengths are read by the million).
+    let rest = bytes.get(start..).unwrap_or_default();
+    let window = rest.get(..max).unwrap_or(rest);
     let mut value = 0u64;
-    while let Some(digit) = bytes.get(at).map(|b| b.wrapping_sub(b'0')).filter(|&d| d < 10 && at - start < max) {
+    let mut read = 0;
+    for &b in window {
+        let digit = b.wrapping_sub(b'0');
+        if digit >= 10 {
+            break;
+        }
         value = value * 10 + u64::from(digit);
-        at += 1;
+        read += 1;
     }
-    (value, at)
+    (value, start + read)
 }
 
 const BILLION: u64 = 1_000_000_000;
@@ -264,6 +272,29 @@ mod tests {
         assert!(answered > 50_000, "{answered}");
         assert_eq!(plain_decimal(b"1700000000123.456", 1000), Some(1_700_000_000_123_456));
         assert_eq!(plain_decimal(b"9223372036854775.808", 1000), None, "beyond i64");
+    }
+
+    /// Leading digits are the digits one by one, at every length, limit and start.
+    #[test]
+    fn leading_digits_stop_at_the_limit_or_the_first_other_byte() {
+        let by_bytes = |bytes: &[u8], start: usize, max: usize| {
+            let run = bytes.iter().skip(start).take(max).take_while(|b| b.is_ascii_digit()).count();
+            let value = bytes.iter().skip(start).take(run).fold(0u64, |v, &b| v * 10 + u64::from(b - b'0'));
+            (value, start + run)
+        };
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..100_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = (seed % 30) as usize;
+            let text: Vec<u8> =
+                (0..len).map(|i| b"0123456789999999/:.,]x"[((seed >> (i % 60)) as usize + i) % 22]).collect();
+            // Starts past the end too.
+            let start = (seed >> 40) as usize % (len + 2);
+            let max = (seed >> 50) as usize % 20;
+            assert_eq!(leading_digits(&text, start, max), by_bytes(&text, start, max), "{text:?} {start} {max}");
+        }
     }
 
     #[test]
