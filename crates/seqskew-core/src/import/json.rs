@@ -614,7 +614,7 @@ pub fn string_at(
     let mut at = start + 1;
     if bytes.get(start) == Some(&b'"') {
         while let Some(w) = swar::word(bytes, at) {
-            let stop = swar::eq(w, b'"') | swar::eq(w, b'\\') | swar::below(w, 0x20);
+            let stop = swar::quote_or_control(w) | swar::eq(w, b'\\');
             if stop == 0 {
                 at += 8;
                 continue;

@@ -28,6 +28,14 @@ pub fn below(w: u64, n: u8) -> u64 {
     !(((w & !HIGHS) + ONES * u64::from(128 - n)) | w) & HIGHS
 }
 
+/// The high bit of each byte of `w` that is a quote or a control character (below 0x20): one
+/// comparison, not two. Flipping bit 1 turns the quote (0x22) into 0x20 and keeps every
+/// control character below it, while no other byte goes below 0x21 (the space becomes 0x22,
+/// `!` 0x23, `#` 0x21).
+pub fn quote_or_control(w: u64) -> u64 {
+    below(w ^ splat(0x02), 0x21)
+}
+
 /// `b` in every byte of a word.
 pub fn splat(b: u8) -> u64 {
     ONES * u64::from(b)
@@ -85,6 +93,11 @@ mod tests {
                 for n in [0, 1, 0x20, 0x21, 0x7f, 128] {
                     assert_eq!(marked(below(w, n)), expect(&|x| x < n), "below {v:#x} in lane {lane} vs {n:#x}");
                 }
+                assert_eq!(
+                    marked(quote_or_control(w)),
+                    expect(&|x| x == b'"' || x < 0x20),
+                    "quote or control {v:#x} in lane {lane}"
+                );
             }
         }
         assert_eq!(first(eq(u64::from_le_bytes(*b"abc\"def\""), b'"')), 3);
