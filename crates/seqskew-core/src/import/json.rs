@@ -916,13 +916,7 @@ mod tests {
     }
 
     fn xorshift() -> impl FnMut() -> u64 {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        }
+        super::super::xorshift(0x2545_f491_4f6c_dd1d)
     }
 
     #[test]

@@ -428,3 +428,14 @@ pub fn import_bytes(file: &str, bytes: &[u8]) -> FileImport {
     ingest.feed(bytes);
     ingest.finish()
 }
+
+/// A seeded xorshift generator: the importers' randomised tests draw their cases from it.
+#[cfg(test)]
+fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}

@@ -227,6 +227,7 @@ pub fn seconds_to_nanos(raw: &str) -> Result<Nanos, NumberProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::import::xorshift;
 
     #[test]
     fn microseconds_become_exact_nanoseconds() {
@@ -282,11 +283,9 @@ mod tests {
             let value = bytes.iter().skip(start).take(run).fold(0u64, |v, &b| v * 10 + u64::from(b - b'0'));
             (value, start + run)
         };
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..100_000 {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
+            let seed = next();
             let len = (seed % 30) as usize;
             let text: Vec<u8> =
                 (0..len).map(|i| b"0123456789999999/:.,]x"[((seed >> (i % 60)) as usize + i) % 22]).collect();
@@ -335,11 +334,9 @@ mod tests {
         assert_eq!(to_u64("1x"), None);
         assert_eq!(to_u64("+7"), Some(7));
         assert_eq!(to_u64("+"), None);
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..100_000 {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
+            let seed = next();
             let len = (seed % 23) as usize;
             let text: String = (0..len).map(|i| b"01234567899x"[((seed >> (2 * i)) % 12) as usize] as char).collect();
             assert_eq!(digits(text.as_bytes()), text.parse::<u64>().ok(), "{text}");
