@@ -181,7 +181,6 @@ pub struct Fix {
     pub limits: Option<String>,
 }
 
-/// Rounds to `digits` significant digits, so reports compare equal across platforms.
 /// Why the time workers spend in collectives cannot be split into transfer and waiting, when
 /// it cannot: of the job's ranks (`world_size`, when the traces say), fewer are loaded, or only
 /// one is (a collective's transfer is its end minus its last rank's arrival, and an absent
@@ -197,6 +196,7 @@ pub fn peers_missing(loaded: usize, world_size: Option<u32>) -> Option<String> {
     }
 }
 
+/// Rounds to `digits` significant digits, so reports compare equal across platforms.
 pub fn round(x: f64, digits: i32) -> f64 {
     if x == 0.0 || !x.is_finite() {
         return if x.is_finite() { 0.0 } else { x };

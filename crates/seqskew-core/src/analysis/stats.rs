@@ -77,7 +77,7 @@ pub fn indices_by_key(keys: impl Iterator<Item = u64>) -> Vec<usize> {
 /// Median of the values (mean of the two middle ones for even counts); 0 for none.
 pub fn median(values: &[f64]) -> f64 {
     // Sized for them all: collecting a filter grows the keys by doubling, a dozen reallocations
-    // for each worker-step's thousands of values.
+    // for a median of thousands of values (every step's slots, twice).
     let mut keys: Vec<u64> = Vec::with_capacity(values.len());
     keys.extend(values.iter().filter(|x| x.is_finite()).map(|&x| order_key(x)));
     if keys.is_empty() {
