@@ -668,11 +668,10 @@ fn bounds(steps: &[u64], range: Range<usize>) -> Option<(u64, u64)> {
 }
 
 /// Calls `visit(i, worker, step)` for each cell `i` of `steps[range]` that a worker has, until
-/// it returns false. The model
-/// holds each worker's steps one after another, the table each step's workers: a transpose.
-/// Made a tile of steps at a time, worker by worker, each worker's steps are read in memory
-/// order while the tile's rows of the table stay in the cache until every worker has written
-/// its cell of them.
+/// it returns false. The model holds each worker's steps one after another, the table each
+/// step's workers: a transpose. Made a tile of steps at a time, worker by worker, each worker's
+/// steps are read in memory order while the tile's rows of the table stay in the cache until
+/// every worker has written its cell of them.
 fn each_cell<'a>(
     job: &'a Job,
     steps: &[u64],
