@@ -85,7 +85,8 @@ impl Restore {
     };
 }
 
-/// The persistent parts of each slot's time, estimated across steps with medians.
+/// The persistent parts of each slot's time, estimated across steps (all of them, or an even
+/// sample of a big job's: [`factor_steps`]) with medians.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Factors {
     /// Per stage: its compute relative to the step's mean.
@@ -192,10 +193,14 @@ pub fn factors<S: Steps + ?Sized>(steps: &S) -> Factors {
     let width = stages * dps;
     // Each step alone, on every core (each core making its steps one after another in one
     // buffer); then each slot's values across the steps, in step order.
-    let per_step: Vec<StepFactors> = par::parts(steps.count(), par::min_rows(width), |range| {
+    let sampled = factor_steps(steps.count(), width);
+    let per_step: Vec<StepFactors> = par::parts(sampled.len(), par::min_rows(width), |range| {
         let mut step = StepSlots::default();
-        range
-            .map(|i| {
+        sampled
+            .get(range)
+            .unwrap_or_default()
+            .iter()
+            .map(|&i| {
                 steps.fill(i, &mut step);
                 step_factors(&step, stages, dps)
             })
@@ -238,6 +243,19 @@ pub fn factors<S: Steps + ?Sized>(steps: &S) -> Factors {
         transfer: (0..stages).map(|p| median(&across(p, |f, p| f.transfer.get(p).copied().flatten()))).collect(),
     }
 }
+
+/// The steps whose factors are taken: every step, or on a job of more than [`FACTOR_SLOTS`]
+/// slot-steps the most steps that keep within it (never fewer than [`MIN_FACTOR_STEPS`]),
+/// evenly spread. A factor is a median of per-step ratios, settled long before a thousand
+/// steps; the attribution still replays every step.
+fn factor_steps(count: usize, width: usize) -> Vec<usize> {
+    let taken = count.min((FACTOR_SLOTS / width.max(1)).max(MIN_FACTOR_STEPS));
+    (0..taken).map(|i| i * count / taken).collect()
+}
+
+/// The slot-steps whose factors are taken (4096 workers: 256 steps).
+const FACTOR_SLOTS: usize = 1 << 20;
+const MIN_FACTOR_STEPS: usize = 128;
 
 /// Slots are gathered from the per-step rows this many at a time: a cache line of each row.
 const SLOTS_PER_BLOCK: usize = 8;
@@ -620,6 +638,62 @@ mod tests {
         assert!(a.actual > a.ideal * 1.2, "{a:?}");
         assert!((a.worker - a.actual).abs() < 1e-6, "{a:?}");
         assert!((a.residual_compute - a.ideal).abs() < 1e-6, "{a:?}");
+    }
+
+    #[test]
+    fn big_jobs_take_their_factors_from_an_even_sample_of_steps() {
+        // (steps, slots) → how many steps, and the first three.
+        let cases = [
+            ((12, 4), 12, vec![0, 1, 2]),
+            ((1000, 1024), 1000, vec![0, 1, 2]),
+            ((1000, 4096), 256, vec![0, 3, 7]),
+            ((1000, 1 << 20), 128, vec![0, 7, 15]),
+            ((0, 4096), 0, vec![]),
+        ];
+        for ((count, width), taken, first) in cases {
+            let steps = factor_steps(count, width);
+            assert_eq!((steps.len(), &steps[..first.len()]), (taken, &first[..]), "{count} × {width}");
+            assert!(steps.windows(2).all(|w| w[0] < w[1]) && steps.last().is_none_or(|&l| l < count));
+        }
+    }
+
+    /// Steps made as they are asked for, counted: 2048 ranks over 1024 steps, rank 1 half as
+    /// slow again every step, and each step one other rank (a different one each step) 30 %
+    /// heavier, as the longest documents would make it.
+    struct Rotating {
+        fills: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Steps for Rotating {
+        fn count(&self) -> usize {
+            1024
+        }
+
+        fn shape(&self) -> (usize, usize) {
+            (1, 2048)
+        }
+
+        fn fill(&self, i: usize, out: &mut StepSlots) {
+            self.fills.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let heavy = (i * 7 + 3) % 2048;
+            let slots = (0..2048).map(|d| {
+                let compute = 10.0 * if d == 1 { 1.5 } else { 1.0 } * if d == heavy { 1.3 } else { 1.0 };
+                slot(0.0, compute)
+            });
+            *out = step(slots.collect(), 2.0);
+        }
+    }
+
+    #[test]
+    fn a_sample_of_steps_finds_the_persistent_factors() {
+        let steps = Rotating { fills: Default::default() };
+        let f = factors(&steps);
+        // 2048 slots: 512 of the 1024 steps.
+        assert_eq!(steps.fills.load(std::sync::atomic::Ordering::Relaxed), 512);
+        let worker = f.worker.first().expect("one stage");
+        assert_eq!(worker.get(1), Some(&1.5));
+        assert!(worker.iter().enumerate().all(|(d, &w)| d == 1 || w == 1.0), "{:?}", &worker[..8]);
+        assert_eq!((f.stage.clone(), f.transfer.clone()), (vec![1.0], vec![2.0]));
     }
 
     #[test]
