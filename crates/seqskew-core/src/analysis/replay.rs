@@ -89,7 +89,7 @@ impl Restore {
 /// sample of a big job's: [`factor_steps`]) with medians.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Factors {
-    /// Per stage: its compute relative to the step's mean.
+    /// Per stage: its compute relative to the step's typical stage (the median).
     pub stage: Vec<f64>,
     /// Per `[stage][dp]`: compute relative to its stage.
     pub worker: Vec<Vec<f64>>,
@@ -97,11 +97,15 @@ pub struct Factors {
     pub persistent_stall: Vec<Vec<f64>>,
     /// The job's typical transfer time per stage.
     pub transfer: Vec<f64>,
+    /// Per stage: `stage` over the stages' mean, the part the ideal run takes out. Balancing
+    /// stages moves layers, it does not remove work: the balanced pipeline runs every stage at
+    /// the mean level, not at the typical (lighter) one.
+    balanced_stage: Vec<f64>,
 }
 
 impl Factors {
     fn stage_of(&self, p: usize) -> f64 {
-        self.stage.get(p).copied().unwrap_or(1.0).max(1e-9)
+        self.balanced_stage.get(p).copied().unwrap_or(1.0).max(1e-9)
     }
 
     fn worker_of(&self, p: usize, d: usize) -> f64 {
@@ -231,13 +235,16 @@ pub fn factors<S: Steps + ?Sized>(steps: &S) -> Factors {
     let across = |p: usize, value: fn(&StepFactors, usize) -> Option<f64>| -> Vec<f64> {
         per_step.iter().filter_map(|f| value(f, p)).collect()
     };
+    let stage: Vec<f64> = (0..stages)
+        .map(|p| {
+            let ratios = across(p, |f, p| f.stage_ratio.get(p).copied().flatten());
+            persistent(&ratios, steps_needed(ratios.len(), stages))
+        })
+        .collect();
+    let mean_stage = mean(&stage);
     Factors {
-        stage: (0..stages)
-            .map(|p| {
-                let ratios = across(p, |f, p| f.stage_ratio.get(p).copied().flatten());
-                persistent(&ratios, steps_needed(ratios.len(), stages))
-            })
-            .collect(),
+        balanced_stage: stage.iter().map(|g| if mean_stage > 0.0 { g / mean_stage } else { 1.0 }).collect(),
+        stage,
         worker,
         persistent_stall,
         transfer: (0..stages).map(|p| median(&across(p, |f, p| f.transfer.get(p).copied().flatten()))).collect(),
@@ -742,21 +749,40 @@ mod tests {
         assert!(a.residual_compute > a.ideal * 1.2 && (a.worker - a.ideal).abs() < 1e-6, "{a:?}");
     }
 
+    /// A pipeline slot of four micro-batches, each forward `c` and backward `2c`.
+    fn four_passes(c: f64) -> Option<SlotStep> {
+        Some(SlotStep {
+            stall: 0.0,
+            passes: vec![(c, 2.0 * c); 4],
+            tail: 0.0,
+            comm: 0.0,
+            expected: None,
+            expected_passes: None,
+        })
+    }
+
     #[test]
     fn pipelines_replay_with_micro_batches() {
-        let s = |c: f64| {
-            Some(SlotStep {
-                stall: 0.0,
-                passes: vec![(c, 2.0 * c); 4],
-                tail: 0.0,
-                comm: 0.0,
-                expected: None,
-                expected_passes: None,
-            })
-        };
-        let step = StepSlots::of(&[vec![s(10.0)], vec![s(10.0)]], &[0.0, 0.0]);
+        let step = StepSlots::of(&[vec![four_passes(10.0)], vec![four_passes(10.0)]], &[0.0, 0.0]);
         // (M + P − 1) × (f + b) = 5 × 30
         assert_eq!(replay_step(&step), 150.0);
+    }
+
+    #[test]
+    fn the_ideal_pipeline_runs_every_stage_at_the_mean_stage_level() {
+        // Three stages, the last twice as heavy every step: its factor is 2 against the typical
+        // stage, but balanced stages would share the work, each at (1 + 1 + 2) / 3 of it.
+        let heavy_last =
+            StepSlots::of(&[vec![four_passes(10.0)], vec![four_passes(10.0)], vec![four_passes(20.0)]], &[1.0; 3]);
+        let steps = vec![heavy_last; 6];
+        let f = factors(&steps[..]);
+        assert_eq!(f.stage, [1.0, 1.0, 2.0]);
+        let a = attribute(&steps[..], &f);
+        let level = 10.0 * 4.0 / 3.0;
+        let balanced = StepSlots::of(&vec![vec![four_passes(level)]; 3], &[1.0; 3]);
+        let ideal = 6.0 * replay_step(&balanced);
+        assert!((a.ideal - ideal).abs() < 1e-9 * ideal, "ideal {} against {ideal}", a.ideal);
+        assert!((a.stage - a.actual).abs() < 1e-9 * a.actual, "{a:?}");
     }
 
     #[test]
