@@ -675,9 +675,9 @@ mod tests {
         }
     }
 
-    /// Steps made as they are asked for, counted: 2048 ranks over 1024 steps, rank 1 half as
-    /// slow again every step, and each step one other rank (a different one each step) 30 %
-    /// heavier, as the longest documents would make it.
+    /// Steps made as they are asked for, counted: 2048 ranks over 1024 steps, rank 1 taking
+    /// half as long again every step, and each step one other rank (a different one each step)
+    /// 30 % heavier, as the longest documents would make it.
     struct Rotating {
         fills: std::sync::atomic::AtomicUsize,
     }
