@@ -168,9 +168,10 @@ fn step_factors(step: &StepSlots, stages: usize, dps: usize) -> StepFactors {
         }
         // A worker's own speed: its compute against what its data should cost (when the cost
         // model says), else against its stage's level — so drawing heavy data is not slowness.
+        // Against the stage's median such ratio: a mean would take in the slow worker's own.
         let present = || step.stage(p).zip(row_computes).filter_map(|(s, c)| s.zip(*c));
         let expected: Option<Vec<f64>> = present().map(|(s, c)| s.expected.map(|e| c / e.max(1.0))).collect();
-        let typical = expected.as_ref().map(|r| mean(r));
+        let typical = expected.as_ref().map(|r| median(r));
         for (d, (s, c)) in step.stage(p).zip(row_computes).enumerate().take(dps) {
             let (Some(s), Some(c)) = (s, *c) else { continue };
             let ratio = match (typical, s.expected) {
@@ -712,6 +713,24 @@ mod tests {
         assert_eq!(worker.get(1), Some(&1.5));
         assert!(worker.iter().enumerate().all(|(d, &w)| d == 1 || w == 1.0), "{:?}", &worker[..8]);
         assert_eq!((f.stage.clone(), f.transfer.clone()), (vec![1.0], vec![2.0]));
+    }
+
+    #[test]
+    fn a_slow_worker_is_measured_against_the_typical_worker_for_its_data() {
+        // Four ranks whose data should cost 10 or 20 (by turns), rank 2 taking 1.5× what its
+        // data should: the others' typical ratio is 1, not the mean ratio 1.125 it would make.
+        let steps: Vec<StepSlots> = (0..12)
+            .map(|i| {
+                let slots = (0..4).map(|d| {
+                    let expected = if (i + d) % 2 == 0 { 10.0 } else { 20.0 };
+                    let compute = expected * if d == 2 { 1.5 } else { 1.0 };
+                    Some(SlotStep { expected: Some(expected), ..slot(0.0, compute).expect("a slot") })
+                });
+                step(slots.collect(), 1.0)
+            })
+            .collect();
+        let f = factors(&steps[..]);
+        assert_eq!(f.worker, [[1.0, 1.0, 1.5, 1.0]]);
     }
 
     #[test]
