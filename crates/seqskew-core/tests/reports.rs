@@ -75,8 +75,8 @@ fn a_rank_that_sleeps_is_a_slow_worker() {
     check(
         "dp2-balanced-slowrank1",
         expect![[r#"
-        slow_worker (high): S 2.32, 1.82 s lost
-        by cause: slow_worker 0.94, sequence_length_imbalance 0.06
+        slow_worker (high): S 2.62, 1.98 s lost
+        by cause: slow_worker 0.95, sequence_length_imbalance 0.05
         passed: max_vs_mean, attention_on_longest, compute_tracks_cost, host_stalls
         initiators: 1 distinct, dominance 1.00, top [(1, 10)]
         what-if: current 1.00×, sorted 1.26×, token_balanced 1.03×, lpt 1.03×, karmarkar_karp 1.03×

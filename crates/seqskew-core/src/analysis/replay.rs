@@ -168,10 +168,10 @@ fn step_factors(step: &StepSlots, stages: usize, dps: usize) -> StepFactors {
         }
         // A worker's own speed: its compute against what its data should cost (when the cost
         // model says), else against its stage's level — so drawing heavy data is not slowness.
-        // Against the stage's median such ratio: a mean would take in the slow worker's own.
+        // Against the stage's typical such ratio: a mean would take in the slow worker's own.
         let present = || step.stage(p).zip(row_computes).filter_map(|(s, c)| s.zip(*c));
         let expected: Option<Vec<f64>> = present().map(|(s, c)| s.expected.map(|e| c / e.max(1.0))).collect();
-        let typical = expected.as_ref().map(|r| median(r));
+        let typical = expected.as_ref().map(|r| typical_of(r));
         for (d, (s, c)) in step.stage(p).zip(row_computes).enumerate().take(dps) {
             let (Some(s), Some(c)) = (s, *c) else { continue };
             let ratio = match (typical, s.expected) {
@@ -366,21 +366,22 @@ impl Baseline {
             forward: forward.get(),
             backward: backward.get(),
             tail: tail.get(),
-            stall: typical_stall(&stalls),
+            stall: typical_of(&stalls),
             expected: expected.get(),
             pass_expected: pass_expected.get(),
         }
     }
 }
 
-/// The ideal stall of a step: its slots' median stall, but of exactly two slots the lesser.
-/// The median of two is their mean, so one stalled worker of two would put half its stall in
-/// the ideal run (as a median of two replicas would give half of one slow replica's excess to
-/// its stage: [`step_factors`]).
-fn typical_stall(stalls: &[f64]) -> f64 {
-    match stalls {
+/// What a step's slots typically take (their stall, or their compute against what their data
+/// should cost): the median, but of exactly two slots the lesser. The median of two is their
+/// mean, so one stalled or slow worker of two would put half its excess in the ideal run (as a
+/// median of two replicas would give half of one slow replica's excess to its stage:
+/// [`step_factors`]).
+fn typical_of(values: &[f64]) -> f64 {
+    match values {
         [a, b] => a.min(*b),
-        _ => median(stalls),
+        _ => median(values),
     }
 }
 
@@ -717,20 +718,24 @@ mod tests {
 
     #[test]
     fn a_slow_worker_is_measured_against_the_typical_worker_for_its_data() {
-        // Four ranks whose data should cost 10 or 20 (by turns), rank 2 taking 1.5× what its
-        // data should: the others' typical ratio is 1, not the mean ratio 1.125 it would make.
-        let steps: Vec<StepSlots> = (0..12)
-            .map(|i| {
-                let slots = (0..4).map(|d| {
-                    let expected = if (i + d) % 2 == 0 { 10.0 } else { 20.0 };
-                    let compute = expected * if d == 2 { 1.5 } else { 1.0 };
-                    Some(SlotStep { expected: Some(expected), ..slot(0.0, compute).expect("a slot") })
-                });
-                step(slots.collect(), 1.0)
-            })
-            .collect();
-        let f = factors(&steps[..]);
-        assert_eq!(f.worker, [[1.0, 1.0, 1.5, 1.0]]);
+        // Two or four ranks whose data should cost 10 or 20 (by turns), rank 1 taking 1.5× what
+        // its data should: the others' typical ratio is 1, not the mean ratio (1.25 or 1.125)
+        // that rank 1 would make.
+        for ranks in [2, 4] {
+            let steps: Vec<StepSlots> = (0..12)
+                .map(|i| {
+                    let slots = (0..ranks).map(|d| {
+                        let expected = if (i + d) % 2 == 0 { 10.0 } else { 20.0 };
+                        let compute = expected * if d == 1 { 1.5 } else { 1.0 };
+                        Some(SlotStep { expected: Some(expected), ..slot(0.0, compute).expect("a slot") })
+                    });
+                    step(slots.collect(), 1.0)
+                })
+                .collect();
+            let f = factors(&steps[..]);
+            let expected: Vec<f64> = (0..ranks).map(|d| if d == 1 { 1.5 } else { 1.0 }).collect();
+            assert_eq!(f.worker, [expected], "{ranks} ranks");
+        }
     }
 
     #[test]
