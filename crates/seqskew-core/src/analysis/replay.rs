@@ -258,7 +258,9 @@ pub fn factors<S: Steps + ?Sized>(steps: &S) -> Factors {
 /// steps; the attribution still replays every step.
 fn factor_steps(count: usize, width: usize) -> Vec<usize> {
     let taken = count.min((FACTOR_SLOTS / width.max(1)).max(MIN_FACTOR_STEPS));
-    (0..taken).map(|i| i * count / taken).collect()
+    // In 128 bits: `i × count` passes 32 bits (wasm's usize) beyond 65 536 steps.
+    let nth = |i: usize| (i as u128 * count as u128 / taken as u128) as usize;
+    (0..taken).map(nth).collect()
 }
 
 /// The slot-steps whose factors are taken (4096 workers: 256 steps).
@@ -669,6 +671,8 @@ mod tests {
             ((1000, 4096), 256, vec![0, 3, 7]),
             ((1000, 1 << 20), 128, vec![0, 7, 15]),
             ((0, 4096), 0, vec![]),
+            // A product of step counts that no machine word holds.
+            ((1 << 60, 1 << 20), 128, vec![0, 1 << 53, 2 << 53]),
         ];
         for ((count, width), taken, first) in cases {
             let steps = factor_steps(count, width);
