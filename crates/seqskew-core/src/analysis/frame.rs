@@ -9,7 +9,9 @@
 use std::ops::Range;
 
 use super::par;
-use crate::model::{Job, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep};
+use crate::model::{
+    Job, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep, steps_of, steps_union,
+};
 
 /// A worker's place in the job.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -165,15 +167,23 @@ struct SeqColumns {
 }
 
 impl SeqColumns {
-    fn zeroed(n: usize) -> Self {
+    fn with_capacity(n: usize) -> Self {
         SeqColumns {
-            known: vec![false; n],
-            documents: vec![0.0; n],
-            tokens: vec![0.0; n],
-            max_len: vec![0; n],
-            sum_sq: vec![0.0; n],
+            known: Vec::with_capacity(n),
+            documents: Vec::with_capacity(n),
+            tokens: Vec::with_capacity(n),
+            max_len: Vec::with_capacity(n),
+            sum_sq: Vec::with_capacity(n),
             quadratic: Vec::new(),
         }
+    }
+
+    fn zero(&mut self, n: usize) {
+        self.known.resize(n, false);
+        self.documents.resize(n, 0.0);
+        self.tokens.resize(n, 0.0);
+        self.max_len.resize(n, 0);
+        self.sum_sq.resize(n, 0.0);
     }
 
     fn set(&mut self, i: usize, s: &Sequences) {
@@ -259,20 +269,36 @@ struct CellColumns {
 }
 
 impl CellColumns {
-    fn zeroed(n: usize) -> Self {
+    /// Room for `n` cells, none written ([`CellColumns::zero`] writes them).
+    fn with_capacity(n: usize) -> Self {
         CellColumns {
-            present: vec![false; n],
-            duration: vec![0; n],
-            compute: vec![0; n],
-            attention: vec![0; n],
-            optimizer: vec![0; n],
-            collectives: vec![0; n],
-            transfer: vec![MaybeNanos::NONE; n],
-            stall: vec![0; n],
-            other: vec![0; n],
-            seq: SeqColumns::zeroed(n),
-            micro_batch_start: vec![0; n + 1],
+            present: Vec::with_capacity(n),
+            duration: Vec::with_capacity(n),
+            compute: Vec::with_capacity(n),
+            attention: Vec::with_capacity(n),
+            optimizer: Vec::with_capacity(n),
+            collectives: Vec::with_capacity(n),
+            transfer: Vec::with_capacity(n),
+            stall: Vec::with_capacity(n),
+            other: Vec::with_capacity(n),
+            seq: SeqColumns::with_capacity(n),
+            micro_batch_start: Vec::with_capacity(n + 1),
         }
+    }
+
+    /// `n` absent cells.
+    fn zero(&mut self, n: usize) {
+        self.present.resize(n, false);
+        self.duration.resize(n, 0);
+        self.compute.resize(n, 0);
+        self.attention.resize(n, 0);
+        self.optimizer.resize(n, 0);
+        self.collectives.resize(n, 0);
+        self.transfer.resize(n, MaybeNanos::NONE);
+        self.stall.resize(n, 0);
+        self.other.resize(n, 0);
+        self.seq.zero(n);
+        self.micro_batch_start.resize(n + 1, 0);
     }
 
     /// Sets cell `i` from its worker-step (all but where its micro-batches are).
@@ -399,13 +425,21 @@ struct MicroBatchColumns {
 }
 
 impl MicroBatchColumns {
-    fn zeroed(n: usize) -> Self {
+    /// Room for `n` micro-batches, none written ([`MicroBatchColumns::zero`] writes them).
+    fn with_capacity(n: usize) -> Self {
         MicroBatchColumns {
-            forward: vec![0; n],
-            backward: vec![0; n],
-            attention: vec![MaybeNanos::NONE; n],
-            seq: SeqColumns::zeroed(n),
+            forward: Vec::with_capacity(n),
+            backward: Vec::with_capacity(n),
+            attention: Vec::with_capacity(n),
+            seq: SeqColumns::with_capacity(n),
         }
+    }
+
+    fn zero(&mut self, n: usize) {
+        self.forward.resize(n, 0);
+        self.backward.resize(n, 0);
+        self.attention.resize(n, MaybeNanos::NONE);
+        self.seq.zero(n);
     }
 
     fn set(&mut self, i: usize, m: &MicroBatch) {
@@ -612,15 +646,17 @@ pub fn layout(slots: &[Slot]) -> (usize, usize) {
 /// Builds the table, its workers placed by [`slots`].
 pub fn build(job: &Job) -> Frame {
     let slots = slots(job);
-    let steps = job.steps();
+    let steps = steps(job);
     let width = job.workers.len();
     // Ranges of steps on every core (building the table mostly waits on memory). Each part's
-    // cells are allocated here, their micro-batches placed, then those allocated, then all
-    // filled in.
+    // cells are allocated here (where the memory the model's import freed is reused) and
+    // written on its core (zeroed, which on reused memory is a pass over the whole table), their
+    // micro-batches placed, then those allocated, zeroed and filled in.
+    let cells = |range: &Range<usize>| range.len().saturating_mul(width);
     let mut parts: Vec<(Range<usize>, Filled, Part)> = par::ranges(steps.len(), par::min_rows(width))
         .into_iter()
         .map(|range| {
-            let cells = CellColumns::zeroed(range.len().saturating_mul(width));
+            let cells = CellColumns::with_capacity(cells(&range));
             let part = Part { first_step: range.start, cells, micro_batches: MicroBatchColumns::default() };
             (range, Filled::default(), part)
         })
@@ -631,16 +667,21 @@ pub fn build(job: &Job) -> Frame {
     for counted in [false, true] {
         let todo = |filled: &Filled| !filled.placed;
         par::each_mut(&mut parts, |_, (range, filled, part)| {
-            if todo(filled) && (counted || !place_micro_batches_alike(job, &steps, range.clone(), &mut part.cells)) {
+            if !todo(filled) {
+                return;
+            }
+            part.cells.zero(cells(range));
+            if counted || !place_micro_batches_alike(job, &steps, range.clone(), &mut part.cells) {
                 place_micro_batches(job, &steps, range.clone(), &mut part.cells);
             }
         });
+        let micro_batches = |part: &Part| part.cells.micro_batch_start.last().copied().unwrap_or(0) as usize;
         for (_, _, part) in parts.iter_mut().filter(|(_, filled, _)| todo(filled)) {
-            let count = part.cells.micro_batch_start.last().copied().unwrap_or(0);
-            part.micro_batches = MicroBatchColumns::zeroed(count as usize);
+            part.micro_batches = MicroBatchColumns::with_capacity(micro_batches(part));
         }
         par::each_mut(&mut parts, |_, (range, filled, part)| {
             if todo(filled) {
+                part.micro_batches.zero(micro_batches(part));
                 *filled = fill(job, &steps, range.clone(), part);
             }
         });
@@ -653,6 +694,14 @@ pub fn build(job: &Job) -> Frame {
     let (dp_size, stages) = layout(&slots);
     let lengths_known = parts.iter().any(|p| p.cells.seq.known.contains(&true));
     Frame { steps, slots, stages, dp_size, knowledge, lengths_known, parts }
+}
+
+/// [`Job::steps`], each core reading the steps of a range of the workers (a read of every
+/// worker-step, a tenth of the table's making when it was done on one core).
+fn steps(job: &Job) -> Vec<u64> {
+    let min_workers = par::min_rows(job.workers.first().map_or(0, |w| w.steps.len()));
+    let per_part = par::parts(job.workers.len(), min_workers, |r| steps_of(job.workers.get(r).unwrap_or_default()));
+    per_part.into_iter().reduce(|a, b| steps_union(a, &b)).unwrap_or_default()
 }
 
 /// Worker `w`'s steps among `first..=last`: one stretch of them, as they are sorted (the model's
@@ -854,8 +903,9 @@ mod tests {
     #[test]
     fn unknown_times_stay_apart_from_zero() {
         use crate::model::{KindTotals, MicroBatch, Sequences};
-        // Transfer and micro-batch attention: unknown, zero, times, and the least time (which
-        // the table holds as the next one up), one worker each.
+        // Transfer (at most the time in communication) and micro-batch attention: unknown, zero,
+        // times (the extremes too), and the least time (which the table holds as the next one
+        // up), one worker each.
         let step = |time: Option<Nanos>| {
             let sequences = Sequences { attention: time, ..Sequences::default() };
             let micro_batches = vec![MicroBatch { sequences, ..MicroBatch::default() }];
@@ -863,7 +913,7 @@ mod tests {
             totals.add(SpanKind::Communication, 100);
             (WorkerStep { step: 1, duration: 100, totals, transfer: time, ..WorkerStep::default() }, micro_batches, [])
         };
-        let times = [None, Some(0), Some(7), Some(-5), Some(Nanos::MIN)];
+        let times = [None, Some(0), Some(7), Some(-5), Some(-1), Some(Nanos::MAX), Some(Nanos::MIN)];
         let workers =
             times.iter().zip(0..).map(|(&t, rank)| Worker { rank, ..Worker::default() }.with_steps([step(t)]));
         let f = build(&Job { workers: workers.collect() });
@@ -873,7 +923,7 @@ mod tests {
             .collect();
         let held = |t: Option<Nanos>| t.map(|t| t.max(Nanos::MIN + 1));
         let expected: Vec<(Option<Nanos>, Vec<Option<Nanos>>)> =
-            times.iter().map(|&t| (held(t), vec![held(t)])).collect();
+            times.iter().map(|&t| (held(t).map(|t| t.min(100)), vec![held(t)])).collect();
         assert_eq!(seen, expected);
     }
 
