@@ -10,11 +10,16 @@ use common::import_fixture;
 use expect_test::{Expect, expect};
 use seqskew_core::analysis::analyze;
 use seqskew_core::import::assemble;
+use seqskew_core::report::Report;
 
-fn diagnose(files: &[&str]) -> String {
+fn report_of(files: &[&str]) -> Report {
     let imports: Vec<_> = files.iter().map(|f| import_fixture(f, usize::MAX)).collect();
     let summaries: Vec<_> = imports.iter().map(|i| i.summary()).collect();
-    let report = analyze(&assemble(&imports), &summaries).report;
+    analyze(&assemble(&imports), &summaries).report
+}
+
+fn diagnose(files: &[&str]) -> String {
+    let report = report_of(files);
     let mut out = String::new();
     let v = &report.verdict;
     let s = &report.slowdown;
@@ -30,12 +35,13 @@ fn diagnose(files: &[&str]) -> String {
     out
 }
 
+/// The two ranks' traces of a run of the CPU data-parallel fixtures.
+fn ranks_of(dir: &str) -> [String; 2] {
+    ["rank0", "rank1"].map(|rank| format!("pytorch-cpu-dp2/{dir}/{rank}.pt.trace.json.gz"))
+}
+
 fn check(dir: &str, snapshot: Expect) {
-    let files = [
-        format!("pytorch-cpu-dp2/{dir}/rank0.pt.trace.json.gz"),
-        format!("pytorch-cpu-dp2/{dir}/rank1.pt.trace.json.gz"),
-    ];
-    snapshot.assert_eq(&diagnose(&files.iter().map(String::as_str).collect::<Vec<_>>()));
+    snapshot.assert_eq(&diagnose(&ranks_of(dir).each_ref().map(String::as_str)));
 }
 
 /// Documents dealt round-robin: the rank with the long documents sets the pace, and it moves.
@@ -82,6 +88,15 @@ fn a_rank_that_sleeps_is_a_slow_worker() {
         what-if: current 1.00×, sorted 1.26×, token_balanced 1.03×, lpt 1.03×, karmarkar_karp 1.03×
     "#]],
     );
+    // Its excess is the sleep, idle time with nothing running: the fix sends the user to its
+    // host, not its GPU.
+    let report = report_of(&ranks_of("dp2-balanced-slowrank1").each_ref().map(String::as_str));
+    assert!(
+        report.verdict.headline.contains("% of its excess idle with nothing running"),
+        "{}",
+        report.verdict.headline
+    );
+    assert!(report.fix.summary.starts_with("Find out why rank 1's host stalls"), "{}", report.fix.summary);
 }
 
 /// One rank of an 8-rank ResNet job: two thirds of its step is in collectives, and how long
@@ -98,8 +113,7 @@ fn one_rank_of_eight_is_not_enough_to_blame_communication() {
         what-if: 
     "#]]
     .assert_eq(&diagnose(&[file]));
-    let import = import_fixture(file, usize::MAX);
-    let report = analyze(&assemble(std::slice::from_ref(&import)), &[import.summary()]).report;
+    let report = report_of(&[file]);
     assert_eq!((report.job.workers, report.job.world_size), (1, Some(8)));
     assert!(report.verdict.headline.contains("only 1 of the job's 8 ranks is loaded"), "{}", report.verdict.headline);
     let signal = report.signals.iter().find(|s| s.id == "communication_bound").expect("the signal");

@@ -39,6 +39,13 @@ fn passed(signals: &[Signal], id: &str) -> bool {
     signals.iter().any(|s| s.id == id && s.applicable && s.passed)
 }
 
+/// The share of the initiating workers' excess that was idle time with nothing running, when
+/// that is what the host-stall signal found: a persistently slow worker that mostly idles is
+/// slow by its host (its GC, its data loading, what else runs there), not by its GPU.
+fn idle_share(signals: &[Signal]) -> Option<f64> {
+    signals.iter().find(|s| s.id == "host_stalls" && s.applicable && s.passed).map(|s| s.value)
+}
+
 /// The sequence-length explanation of the residual compute is supported by the evidence.
 fn sequence_evidence(f: &Facts<'_>) -> (bool, bool) {
     let s = f.signals;
@@ -206,10 +213,15 @@ fn headline(top: usize, f: &Facts<'_>, s: f64) -> String {
             )
         }
         1 => match (&f.slowest_worker, &f.top_initiator) {
-            (Some((label, factor)), Some((_, led))) => format!(
-                "Slow worker: {label} works {factor:.2}× as long as its peers in a typical step and leads {:.0}% of steps; steps take {s:.2}× the ideal.",
-                led * 100.0
-            ),
+            (Some((label, factor)), Some((_, led))) => {
+                let idle = idle_share(f.signals)
+                    .map(|x| format!(", {:.0}% of its excess idle with nothing running,", x * 100.0))
+                    .unwrap_or_default();
+                format!(
+                    "Slow worker: {label} works {factor:.2}× as long as its peers in a typical step{idle} and leads {:.0}% of steps; steps take {s:.2}× the ideal.",
+                    led * 100.0
+                )
+            }
             _ => {
                 format!("Slow worker: one worker is persistently slower than its peers; steps take {s:.2}× the ideal.")
             }
@@ -241,13 +253,19 @@ fn method_title(m: &str) -> &'static str {
 pub fn fix(verdict: &Verdict, f: &Facts<'_>) -> Fix {
     match verdict.primary.as_str() {
         "sequence_length_imbalance" => sequence_fix(f),
-        "slow_worker" => Fix {
-            summary: format!(
-                "Find out why {} is slow: check its GPU (clocks and thermal throttling, ECC errors, NVLink/PCIe width) and its host (CPU contention, other processes, data loading); drain or replace it if it stays slow. Rebalancing data will not help: it is slow whatever it draws.",
-                f.slowest_worker.as_ref().map_or("the persistent initiator", |w| w.0.as_str())
-            ),
-            ..Fix::default()
-        },
+        "slow_worker" => {
+            let worker = f.slowest_worker.as_ref().map_or("the persistent initiator", |w| w.0.as_str());
+            let summary = match idle_share(f.signals) {
+                Some(idle) => format!(
+                    "Find out why {worker}'s host stalls: {:.0}% of its excess is idle time with nothing running, so its GPU is not what is slow. Look at that host: Python's garbage collector (gc.freeze(), gc.disable(), gc.collect() at fixed steps on every rank together), its data loader (more workers, pinned memory, prefetching), CPU contention and other processes. Rebalancing data will not help: it is slow whatever it draws.",
+                    idle * 100.0
+                ),
+                None => format!(
+                    "Find out why {worker} is slow: check its GPU (clocks and thermal throttling, ECC errors, NVLink/PCIe width) and its host (CPU contention, other processes, data loading); drain or replace it if it stays slow. Rebalancing data will not help: it is slow whatever it draws."
+                ),
+            };
+            Fix { summary, ..Fix::default() }
+        }
         "pipeline_stage_imbalance" => Fix {
             summary: format!(
                 "Repartition layers across pipeline stages so each does the same work: move layers off stage {} (it does {:.2}× the mean), give the LM head and loss their own share, or use an interleaved schedule.",
@@ -328,4 +346,52 @@ def balance(lengths, n_bins):
 #   micro_batches = balance(mine, n_micro_batches)
 "#
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slow_worker_that_idles_is_sent_to_its_host() {
+        // Rank 1 leads 90% of steps and takes 1.4× as long as its peers; the host-stall signal
+        // finds 80% of the initiators' excess idle, or (below its threshold) 10%.
+        let verdict_and_fix = |idle: f64| {
+            let signals = [Signal {
+                id: "host_stalls".into(),
+                value: idle,
+                threshold: 0.3,
+                passed: idle >= 0.3,
+                applicable: true,
+                ..Signal::default()
+            }];
+            let whatifs = WhatIfs::default();
+            let facts = Facts {
+                slowdown: 1.5,
+                shares: [0.0, 0.9, 0.0, 0.1, 0.0],
+                signals: &signals,
+                lengths_known: false,
+                stages: 1,
+                top_initiator: Some(("rank 1".into(), 0.9)),
+                distinct_initiators: 2,
+                slowest_worker: Some(("rank 1".into(), 1.4)),
+                heaviest_stage: None,
+                fit: None,
+                whatifs: &whatifs,
+                peers_missing: None,
+            };
+            let verdict = decide(&facts);
+            let fix = fix(&verdict, &facts);
+            (verdict, fix.summary)
+        };
+        let (idling, to_host) = verdict_and_fix(0.8);
+        assert_eq!(idling.primary, "slow_worker");
+        assert!(idling.headline.contains("1.40× as long as its peers in a typical step, 80% of its excess idle"));
+        assert!(to_host.starts_with("Find out why rank 1's host stalls: 80% of its excess is idle time"), "{to_host}");
+        assert!(to_host.contains("gc.freeze()") && !to_host.contains("clocks"), "{to_host}");
+        let (computing, to_gpu) = verdict_and_fix(0.1);
+        assert_eq!(computing.primary, "slow_worker");
+        assert!(!computing.headline.contains("idle"), "{}", computing.headline);
+        assert!(to_gpu.starts_with("Find out why rank 1 is slow: check its GPU (clocks"), "{to_gpu}");
+    }
 }
