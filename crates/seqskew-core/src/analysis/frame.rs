@@ -652,11 +652,11 @@ pub fn build(job: &Job) -> Frame {
     // cells are allocated here (where the memory the model's import freed is reused) and
     // written on its core (zeroed, which on reused memory is a pass over the whole table), their
     // micro-batches placed, then those allocated, zeroed and filled in.
-    let cells = |range: &Range<usize>| range.len().saturating_mul(width);
+    let cells_in = |range: &Range<usize>| range.len().saturating_mul(width);
     let mut parts: Vec<(Range<usize>, Filled, Part)> = par::ranges(steps.len(), par::min_rows(width))
         .into_iter()
         .map(|range| {
-            let cells = CellColumns::with_capacity(cells(&range));
+            let cells = CellColumns::with_capacity(cells_in(&range));
             let part = Part { first_step: range.start, cells, micro_batches: MicroBatchColumns::default() };
             (range, Filled::default(), part)
         })
@@ -670,7 +670,7 @@ pub fn build(job: &Job) -> Frame {
             if !todo(filled) {
                 return;
             }
-            part.cells.zero(cells(range));
+            part.cells.zero(cells_in(range));
             if counted || !place_micro_batches_alike(job, &steps, range.clone(), &mut part.cells) {
                 place_micro_batches(job, &steps, range.clone(), &mut part.cells);
             }

@@ -35,14 +35,19 @@ pub struct Facts<'a> {
     pub peers_missing: Option<&'a str>,
 }
 
+/// Signal `id`, where it applies and passed.
+fn passing<'a>(signals: &'a [Signal], id: &str) -> Option<&'a Signal> {
+    signals.iter().find(|s| s.id == id && s.applicable && s.passed)
+}
+
 fn passed(signals: &[Signal], id: &str) -> bool {
-    signals.iter().any(|s| s.id == id && s.applicable && s.passed)
+    passing(signals, id).is_some()
 }
 
 /// The share of the initiating workers' excess that was idle time with nothing running, when
 /// the host-stall signal passed.
 fn idle_share(signals: &[Signal]) -> Option<f64> {
-    signals.iter().find(|s| s.id == "host_stalls" && s.applicable && s.passed).map(|s| s.value)
+    passing(signals, "host_stalls").map(|s| s.value)
 }
 
 /// A persistently slow worker whose excess is at least this share idle time is slow by its host
@@ -258,16 +263,16 @@ pub fn fix(verdict: &Verdict, f: &Facts<'_>) -> Fix {
         "sequence_length_imbalance" => sequence_fix(f),
         "slow_worker" => {
             let worker = f.slowest_worker.as_ref().map_or("the persistent initiator", |w| w.0.as_str());
-            let summary = match idle_share(f.signals).filter(|&idle| idle >= MOSTLY_IDLE) {
+            let look = match idle_share(f.signals).filter(|&idle| idle >= MOSTLY_IDLE) {
                 Some(idle) => format!(
-                    "Find out why {worker}'s host stalls: {:.0}% of its excess is idle time with nothing running, so its GPU is not what is slow. Look at that host: Python's garbage collector (gc.freeze(), gc.disable(), gc.collect() at fixed steps on every rank together), its data loader (more workers, pinned memory, prefetching), CPU contention and other processes. Rebalancing data will not help: it is slow whatever it draws.",
+                    "Find out why {worker}'s host stalls: {:.0}% of its excess is idle time with nothing running, so its GPU is not what is slow. Look at that host: Python's garbage collector (gc.freeze(), gc.disable(), gc.collect() at fixed steps on every rank together), its data loader (more workers, pinned memory, prefetching), CPU contention and other processes.",
                     idle * 100.0
                 ),
                 None => format!(
-                    "Find out why {worker} is slow: check its GPU (clocks and thermal throttling, ECC errors, NVLink/PCIe width) and its host (CPU contention, other processes, data loading); drain or replace it if it stays slow. Rebalancing data will not help: it is slow whatever it draws."
+                    "Find out why {worker} is slow: check its GPU (clocks and thermal throttling, ECC errors, NVLink/PCIe width) and its host (CPU contention, other processes, data loading); drain or replace it if it stays slow."
                 ),
             };
-            Fix { summary, ..Fix::default() }
+            Fix { summary: format!("{look} Rebalancing data will not help: it is slow whatever it draws."), ..Fix::default() }
         }
         "pipeline_stage_imbalance" => Fix {
             summary: format!(
