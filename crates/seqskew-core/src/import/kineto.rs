@@ -4,19 +4,25 @@
 //! accounted on the GPU (NCCL/RCCL kernels are communication, attention kernels attention,
 //! the rest compute), each kernel belonging to the step that launched it; otherwise from CPU
 //! ops on every thread, with collectives on side threads overlapping compute. Sequence
-//! lengths come from the shapes of the outermost attention op of each call.
+//! lengths come from the shapes of the outermost attention op of each call. Micro-batches come
+//! from a pipeline schedule's annotations of its passes ([`pipeline_pass`]): a kernel is the
+//! micro-batch of the pass that launched it, as it is the step's that launched it.
 
 use serde_json::value::RawValue;
 
 use super::events::{EventPlace, Interest, RawEvent, TraceBuilder};
 use super::json;
-use super::names::{NameCache, collective_op, is_attention, is_backend_collective, is_backward, rank_from_file_name};
+use super::names::{
+    NameCache, collective_op, is_attention, is_backend_collective, is_backward, pipeline_pass, rank_from_file_name,
+};
 use super::numbers::{digits, leading_digits, list_of_u32, to_nanos, to_u64};
 use super::timeline::{Piece, bucket, partition};
 use super::trace_event::{RawArgs, RawText, Str};
 use super::{vec_bytes, world_size_above_rank};
 use crate::diag::{DiagnosticSink, Severity};
-use crate::model::{Collective, CollectiveOp, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep};
+use crate::model::{
+    Collective, CollectiveOp, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep,
+};
 
 #[derive(Clone, Copy, Debug)]
 struct StepMark {
@@ -72,11 +78,48 @@ struct AttentionOp {
     shape: Option<CallShape>,
 }
 
-/// Where each step's time went: its window, the intervals inside, its collectives.
+/// A pipeline schedule's pass annotation ([`pipeline_pass`]), on the CPU.
+#[derive(Clone, Copy, Debug)]
+struct PassMark {
+    start: Nanos,
+    end: Nanos,
+    micro_batch: u32,
+    backward: bool,
+}
+
+/// The pass annotations, sorted by start: which one a CPU time falls in.
+struct Passes(Vec<PassMark>);
+
+impl Passes {
+    fn new(mut marks: Vec<PassMark>) -> Self {
+        marks.sort_by_key(|m| (m.start, m.end));
+        Passes(marks)
+    }
+
+    /// The pass that was running at CPU time `t`: the latest to start by then, if not yet over
+    /// (a schedule runs its passes one after another on one thread).
+    fn at(&self, t: Nanos) -> Option<PassMark> {
+        let i = self.0.partition_point(|m| m.start <= t).checked_sub(1)?;
+        self.0.get(i).copied().filter(|m| t < m.end)
+    }
+}
+
+/// Compute that ran in a pass: a kernel (or CPU op) whose launch fell in a pass annotation.
+#[derive(Clone, Copy, Debug)]
+struct PassPiece {
+    pass: PassMark,
+    attention: bool,
+    start: Nanos,
+    end: Nanos,
+}
+
+/// Where each step's time went: its window, the intervals inside, its collectives, and the
+/// compute of its pipeline passes where the schedule annotated them.
 struct StepTime {
     windows: Vec<(Nanos, Nanos)>,
     pieces: Vec<Piece>,
     collectives: Vec<Vec<Collective>>,
+    passes: Vec<Vec<PassPiece>>,
 }
 
 pub struct KinetoBuilder {
@@ -96,6 +139,8 @@ pub struct KinetoBuilder {
     attention: Vec<AttentionOp>,
     /// `record_function("seqlens=...")` annotations: exact lengths at a CPU time.
     seqlen_marks: Vec<(Nanos, Vec<u32>)>,
+    /// A pipeline schedule's annotations of its passes ([`pipeline_pass`]): the micro-batches.
+    passes: Vec<PassMark>,
     comm_threads: Vec<i64>,
     /// The distinct groups of ranks its point-to-point calls (pipeline send/recv) went to, each
     /// sorted: the pipeline's stages, when the job is pipeline-parallel.
@@ -203,6 +248,7 @@ impl KinetoBuilder {
             launches: Vec::new(),
             attention: Vec::new(),
             seqlen_marks: Vec::new(),
+            passes: Vec::new(),
             comm_threads: Vec::new(),
             p2p_groups: Vec::new(),
             names: NameCache::default(),
@@ -315,6 +361,8 @@ impl KinetoBuilder {
             self.steps.push(StepMark { number: n, start, end });
         } else if let Some(list) = name.strip_prefix("seqlens=") {
             self.seqlen_marks.push((start, lengths_in(list)));
+        } else if let Some((micro_batch, backward)) = pipeline_pass(name) {
+            self.passes.push(PassMark { start, end, micro_batch, backward });
         } else if name.starts_with("Optimizer.") {
             self.ops.push(Op { start, end, thread, class: OpClass::Optimizer });
         } else if name.contains("DataLoader") {
@@ -400,7 +448,7 @@ impl KinetoBuilder {
     /// starts when both its CPU step has begun and the previous step's kernels are done, and
     /// ends where the next window starts, so host-side gaps stay in the step that caused them.
     /// Takes the kernels and launches: they are the largest things a file's import holds.
-    fn gpu_windows(&mut self, cpu: &[StepMark]) -> StepTime {
+    fn gpu_windows(&mut self, cpu: &[StepMark], passes: &Passes) -> StepTime {
         let kernels = std::mem::take(&mut self.kernels);
         let mut launches = std::mem::take(&mut self.launches);
         launches.sort_unstable();
@@ -425,14 +473,15 @@ impl KinetoBuilder {
             launches.get(i).map(|l| l.1)
         };
         let mut gpu_end: Vec<Option<Nanos>> = vec![None; cpu.len()];
-        let mut owner: Vec<Option<usize>> = Vec::with_capacity(kernels.len());
+        // Each kernel's step, and its pass where it computes in one.
+        let mut owner: Vec<(Option<usize>, Option<PassMark>)> = Vec::with_capacity(kernels.len());
         for k in &kernels {
-            let launch = k.correlation.and_then(&mut launch_of);
-            let step = step_of(launch.unwrap_or(k.start));
+            let launch = k.correlation.and_then(&mut launch_of).unwrap_or(k.start);
+            let step = step_of(launch);
             if let Some(e) = step.and_then(|i| gpu_end.get_mut(i)) {
                 *e = Some(e.map_or(k.end, |v| v.max(k.end)));
             }
-            owner.push(step);
+            owner.push((step, passes.at(launch).filter(|_| computes(k.kind))));
         }
         drop(launches);
         let starts: Vec<Nanos> = cpu
@@ -458,23 +507,32 @@ impl KinetoBuilder {
             .collect();
         let mut pieces = Vec::with_capacity(kernels.len());
         let mut collectives: Vec<Vec<Collective>> = vec![Vec::new(); cpu.len()];
-        for (k, step) in kernels.iter().zip(owner) {
+        let mut in_passes: Vec<Vec<PassPiece>> = vec![Vec::new(); cpu.len()];
+        for (k, (step, pass)) in kernels.iter().zip(owner) {
             let Some(step) = step else { continue };
-            pieces.push(Piece { start: k.start, end: k.end, kind: k.kind, micro_batch: None });
+            pieces.push(Piece { start: k.start, end: k.end, kind: k.kind, micro_batch: pass.map(|p| p.micro_batch) });
             if let (Some(op), Some(list)) = (k.op, collectives.get_mut(step)) {
                 list.push(Collective { start: k.start, end: k.end, op });
             }
+            if let (Some(pass), Some(list)) = (pass, in_passes.get_mut(step)) {
+                list.push(PassPiece { pass, attention: k.kind == SpanKind::Attention, start: k.start, end: k.end });
+            }
         }
-        StepTime { windows, pieces, collectives }
+        StepTime { windows, pieces, collectives, passes: in_passes }
     }
 
     /// CPU time: ops on every thread, collectives on side threads overlapping compute. Takes
     /// the ops.
-    fn cpu_time(&mut self, windows: &[(Nanos, Nanos)]) -> StepTime {
+    fn cpu_time(&mut self, windows: &[(Nanos, Nanos)], passes: &Passes) -> StepTime {
         let ops = std::mem::take(&mut self.ops);
         let has_spans = ops.iter().any(|o| matches!(o.class, OpClass::Collective(_)));
         let mut pieces = Vec::with_capacity(ops.len());
         let mut collectives: Vec<Vec<Collective>> = vec![Vec::new(); windows.len()];
+        let mut in_passes: Vec<Vec<PassPiece>> = vec![Vec::new(); windows.len()];
+        let step_of = |t: Nanos| {
+            let i = windows.partition_point(|w| w.1 <= t);
+            windows.get(i).filter(|w| w.0 <= t).map(|_| i)
+        };
         for o in &ops {
             let on_comm_thread = self.comm_threads.contains(&o.thread);
             let kind = match o.class {
@@ -485,20 +543,22 @@ impl KinetoBuilder {
                 OpClass::DataLoading => SpanKind::DataLoading,
                 OpClass::Comm(_) | OpClass::Collective(_) => SpanKind::Communication,
             };
-            pieces.push(Piece { start: o.start, end: o.end, kind, micro_batch: None });
+            let pass = passes.at(o.start).filter(|_| computes(kind));
+            pieces.push(Piece { start: o.start, end: o.end, kind, micro_batch: pass.map(|p| p.micro_batch) });
             let op = match o.class {
                 OpClass::Collective(op) => Some(op),
                 OpClass::Comm(op) if !has_spans => Some(op),
                 _ => None,
             };
-            if let Some(op) = op {
-                let i = windows.partition_point(|w| w.1 <= o.start);
-                if let Some(list) = collectives.get_mut(i).filter(|_| windows.get(i).is_some_and(|w| w.0 <= o.start)) {
-                    list.push(Collective { start: o.start, end: o.end, op });
-                }
+            let step = step_of(o.start);
+            if let (Some(op), Some(list)) = (op, step.and_then(|i| collectives.get_mut(i))) {
+                list.push(Collective { start: o.start, end: o.end, op });
+            }
+            if let (Some(pass), Some(list)) = (pass, step.and_then(|i| in_passes.get_mut(i))) {
+                list.push(PassPiece { pass, attention: kind == SpanKind::Attention, start: o.start, end: o.end });
             }
         }
-        StepTime { windows: windows.to_vec(), pieces, collectives }
+        StepTime { windows: windows.to_vec(), pieces, collectives, passes: in_passes }
     }
 
     /// Forward attention calls per step (outermost op of each call, its shape from any op
@@ -569,6 +629,60 @@ fn lengths_in(list: &str) -> Vec<u32> {
         at += 1;
     }
     lengths
+}
+
+/// Work a pipeline pass is made of: compute and attention (not the optimizer, copies, transfers).
+fn computes(kind: SpanKind) -> bool {
+    matches!(kind, SpanKind::Compute | SpanKind::Attention)
+}
+
+/// The time the intervals cover, overlaps (kernels on several streams at once) counted once.
+fn covered(mut intervals: Vec<(Nanos, Nanos)>) -> Nanos {
+    intervals.sort_unstable();
+    let (mut total, mut reached): (Nanos, Nanos) = (0, Nanos::MIN);
+    for (start, end) in intervals {
+        let from = start.max(reached);
+        if end > from {
+            // Saturating: times come from the input, and absurd ones must not wrap around.
+            total = total.saturating_add(end.saturating_sub(from));
+            reached = end;
+        }
+    }
+    total
+}
+
+/// A step's micro-batches, from the compute that ran in their pipeline passes: each one's
+/// forward and backward time and its attention, and as its exact lengths the `seqlens=` marks
+/// its forward pass made (`marks`: the step's). None where the schedule annotated no passes.
+fn micro_batches(pieces: &[PassPiece], marks: &[(Nanos, Vec<u32>)], passes: &Passes) -> Vec<MicroBatch> {
+    let mut ids: Vec<u32> = pieces.iter().map(|p| p.pass.micro_batch).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let micro_batch = |id: u32| {
+        let time = |keep: fn(&PassPiece) -> bool| {
+            covered(pieces.iter().filter(|p| p.pass.micro_batch == id && keep(p)).map(|p| (p.start, p.end)).collect())
+        };
+        let forward_pass = |t: Nanos| passes.at(t).is_some_and(|m| m.micro_batch == id && !m.backward);
+        let lengths: Vec<u32> =
+            marks.iter().filter(|(t, _)| forward_pass(*t)).flat_map(|(_, l)| l.iter().copied()).collect();
+        let mut sequences = if lengths.is_empty() {
+            Sequences::default()
+        } else {
+            Sequences::from_lengths(SequenceKnowledge::Exact, lengths)
+        };
+        let attention = time(|p| p.attention);
+        if attention > 0 {
+            sequences.attention = Some(attention);
+        }
+        MicroBatch {
+            id,
+            start: pieces.iter().filter(|p| p.pass.micro_batch == id).map(|p| p.start).min(),
+            forward: time(|p| !p.pass.backward),
+            backward: time(|p| p.pass.backward),
+            sequences,
+        }
+    };
+    ids.into_iter().map(micro_batch).collect()
 }
 
 /// Each document passes through every layer, so the same call shape repeats once per layer in
@@ -768,6 +882,7 @@ impl TraceBuilder for KinetoBuilder {
             vec_bytes(&self.launches),
             vec_bytes(&self.attention),
             vec_bytes(&self.seqlen_marks),
+            vec_bytes(&self.passes),
         ]
         .iter()
         .sum()
@@ -856,8 +971,9 @@ impl TraceBuilder for KinetoBuilder {
         let calls = self.sequences(&cpu);
         let on_gpu = !self.kernels.is_empty();
         let cpu_windows: Vec<(Nanos, Nanos)> = cpu.iter().map(|s| (s.start, s.end)).collect();
-        let StepTime { windows, pieces, mut collectives } =
-            if on_gpu { self.gpu_windows(&cpu) } else { self.cpu_time(&cpu_windows) };
+        let passes = Passes::new(std::mem::take(&mut self.passes));
+        let StepTime { windows, pieces, mut collectives, passes: in_passes } =
+            if on_gpu { self.gpu_windows(&cpu, &passes) } else { self.cpu_time(&cpu_windows, &passes) };
         let mut order: Vec<usize> = (0..windows.len()).collect();
         order.sort_by_key(|&i| windows.get(i).copied());
         let sorted_windows: Vec<(Nanos, Nanos)> = order.iter().filter_map(|&i| windows.get(i).copied()).collect();
@@ -888,6 +1004,7 @@ impl TraceBuilder for KinetoBuilder {
             }
             let mut list = collectives.get_mut(i).map(std::mem::take).unwrap_or_default();
             list.sort_by_key(|c| (c.start, c.end));
+            let micro_batches = micro_batches(in_passes.get(i).map(Vec::as_slice).unwrap_or_default(), marks, &passes);
             let step = WorkerStep {
                 step: mark.number,
                 start,
@@ -897,9 +1014,9 @@ impl TraceBuilder for KinetoBuilder {
                 sequences,
                 ..WorkerStep::default()
             };
-            steps.push((step, list));
+            steps.push((step, micro_batches, list));
         }
-        steps.sort_by_key(|(s, _)| s.step);
+        steps.sort_by_key(|(s, _, _)| s.step);
         let world_size = world_size_above_rank(self.world_size, self.rank, "distributedInfo.world_size", None, diags);
         // One group of send/recv partners holding the rank is its pipeline (several would be
         // other layouts: neighbour pairs, or context-parallel rings; none is then assumed).
@@ -916,8 +1033,8 @@ impl TraceBuilder for KinetoBuilder {
             source: self.file.clone(),
             ..Worker::default()
         };
-        for (step, collectives) in steps {
-            worker.push_step(step, [], collectives);
+        for (step, micro_batches, collectives) in steps {
+            worker.push_step(step, micro_batches, collectives);
         }
         super::assemble::shift_worker(&mut worker, self.base_ns);
         vec![worker]
@@ -1030,6 +1147,20 @@ mod tests {
                 let remembered = memo.call_shape(name, Some(raw(dims)), concrete.map(raw));
                 assert_eq!(remembered, fresh, "round {round}, call {i}");
             }
+        }
+    }
+
+    #[test]
+    fn time_covered_counts_overlaps_once() {
+        for (intervals, total) in [
+            (vec![], 0),
+            (vec![(0, 10), (20, 25)], 15),
+            (vec![(20, 25), (0, 10), (5, 12)], 17),
+            (vec![(0, 100), (10, 20), (30, 40)], 100),
+            (vec![(5, 5), (7, 3)], 0),
+            (vec![(Nanos::MIN, Nanos::MAX), (0, 1)], Nanos::MAX),
+        ] {
+            assert_eq!(covered(intervals.clone()), total, "{intervals:?}");
         }
     }
 

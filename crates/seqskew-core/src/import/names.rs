@@ -235,6 +235,32 @@ fn split_tokens(label: &str) -> Vec<String> {
     label.split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| !t.is_empty()).map(str::to_ascii_lowercase).collect()
 }
 
+/// A pipeline schedule's pass of one micro-batch, as its `record_function` annotation names it:
+/// (micro-batch, whether it is a backward pass). `torch.distributed.pipelining` wraps each pass
+/// in one: `Forward 3` and `Backward 3` in its single-stage schedules (GPipe, 1F1B), and
+/// `PP:{stage}{action}{micro-batch}` in the runtime of the others (`PP:1F3`; `B` a whole
+/// backward, `I` and `W` its two halves where the schedule splits it). Its sends, receives and
+/// sharding actions (`PP:1SEND_F3`) are not passes.
+pub fn pipeline_pass(name: &str) -> Option<(u32, bool)> {
+    let number = |digits: &str| digits.bytes().all(|b| b.is_ascii_digit()).then(|| digits.parse().ok()).flatten();
+    if let Some(action) = name.strip_prefix("PP:") {
+        let action = action.trim_start_matches(|c: char| c.is_ascii_digit());
+        let backward = match action.as_bytes().first()? {
+            b'F' => false,
+            b'B' | b'I' | b'W' => true,
+            _ => return None,
+        };
+        return Some((number(action.get(1..)?)?, backward));
+    }
+    let (pass, micro_batch) = name.split_once(' ')?;
+    let backward = match pass {
+        "Forward" => false,
+        "Backward" => true,
+        _ => return None,
+    };
+    Some((number(micro_batch)?, backward))
+}
+
 /// The rank a file name carries (`rank3.pt.trace.json.gz`, `rank-3.json`, `trace_rank_12.json`).
 pub fn rank_from_file_name(path: &str) -> Option<u32> {
     let base = path.rsplit(['/', '\\']).next().unwrap_or(path);
@@ -281,6 +307,33 @@ mod tests {
         assert!(!is_attention("aten::addmm"));
         assert!(is_backward("aten::_scaled_dot_product_flash_attention_for_cpu_backward"));
         assert!(!is_backward("aten::scaled_dot_product_attention"));
+    }
+
+    #[test]
+    fn pipeline_passes_by_name() {
+        for (name, pass) in [
+            ("Forward 0", Some((0, false))),
+            ("Backward 12", Some((12, true))),
+            ("PP:0F3", Some((3, false))),
+            ("PP:12B7", Some((7, true))),
+            ("PP:1I0", Some((0, true))),
+            ("PP:1W0", Some((0, true))),
+            ("PP:1SEND_F3", None),
+            ("PP:1RECV_B3", None),
+            ("PP:1UNSHARD", None),
+            ("PP:1F", None),
+            ("PP:F3", Some((3, false))),
+            ("Forward", None),
+            ("Forward x", None),
+            ("Forward -1", None),
+            ("Forward +1", None),
+            ("Forward 99999999999", None),
+            ("Backward 1 2", None),
+            ("forward 1", None),
+            ("ProfilerStep#4", None),
+        ] {
+            assert_eq!(pipeline_pass(name), pass, "{name}");
+        }
     }
 
     #[test]
