@@ -22,7 +22,12 @@ use crate::write::kineto::KinetoWriter;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FileFormat {
+    /// One Kineto trace per rank, as Megatron-LM's look (no pipeline pass annotations).
     Kineto,
+    /// The same traces as `torch.distributed.pipelining` writes them, each pass annotated
+    /// ([`KinetoWriter::annotating_passes`]). The corpus does not pick it: its Kineto pipeline
+    /// jobs stay the harder case, micro-batches unnamed.
+    KinetoPipelining,
     Chrome,
     StepLogJsonl,
     StepLogCsv,
@@ -185,8 +190,11 @@ pub fn write_files(case: &Case, steps: &[crate::engine::SimStep]) -> Vec<(String
             });
             vec![("job.trace.json".into(), out.unwrap_or_default())]
         }
-        FileFormat::Kineto => {
-            let outs = KinetoWriter::new(c, vec![Vec::new(); c.workers() as usize]).and_then(|mut w| {
+        FileFormat::Kineto | FileFormat::KinetoPipelining => {
+            let writer = KinetoWriter::new(c, vec![Vec::new(); c.workers() as usize]);
+            let annotated = case.format == FileFormat::KinetoPipelining;
+            let writer = writer.map(|w| if annotated { w.annotating_passes() } else { w });
+            let outs = writer.and_then(|mut w| {
                 for s in steps {
                     w.step(s)?;
                 }

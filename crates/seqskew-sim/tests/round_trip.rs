@@ -85,9 +85,12 @@ fn chrome_files(config: &Config) -> Vec<(String, Vec<u8>)> {
     vec![("job.trace.json".into(), w.finish().unwrap())]
 }
 
-fn kineto_files(config: &Config) -> Vec<(String, Vec<u8>)> {
+/// One Kineto trace per rank; with `passes`, each pass annotated as `torch.distributed.pipelining`
+/// annotates it.
+fn kineto_files(config: &Config, passes: bool) -> Vec<(String, Vec<u8>)> {
     let outputs = vec![Vec::new(); config.workers() as usize];
-    let mut w = KinetoWriter::new(config, outputs).unwrap();
+    let w = KinetoWriter::new(config, outputs).unwrap();
+    let mut w = if passes { w.annotating_passes() } else { w };
     for step in simulate(config) {
         w.step(&step).unwrap();
     }
@@ -129,7 +132,14 @@ fn check(config: &Config) {
     // Kineto traces name neither micro-batches nor parallel coordinates, and a GPU trace cannot
     // tell a data-loader wait from idling (the digest adds them up).
     let bare = Carries { micro_batches: false, coords: false };
-    same(&digest(&imported(kineto_files(config)), bare), &digest(&expected, bare), "kineto");
+    same(&digest(&imported(kineto_files(config, false)), bare), &digest(&expected, bare), "kineto");
+    // Annotated passes name the micro-batches (and their lengths, where the trace marks them).
+    let passes = Carries { micro_batches: true, coords: false };
+    same(
+        &digest(&imported(kineto_files(config, true)), passes),
+        &digest(&expected, passes),
+        "kineto, passes annotated",
+    );
 }
 
 #[test]

@@ -60,6 +60,13 @@ struct Kernel {
     correlation: Option<u64>,
 }
 
+/// A forward attention call: what it reveals, and the micro-batch whose pass made it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Call {
+    shape: CallShape,
+    micro_batch: Option<u32>,
+}
+
 /// What one attention call reveals about its sequences.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CallShape {
@@ -564,7 +571,7 @@ impl KinetoBuilder {
     /// Forward attention calls per step (outermost op of each call, its shape from any op
     /// inside it), then one entry per document once layer repeats are folded. Takes the
     /// attention ops.
-    fn sequences(&mut self, cpu: &[StepMark]) -> Vec<Option<Vec<CallShape>>> {
+    fn sequences(&mut self, cpu: &[StepMark], passes: &Passes) -> Vec<Option<Vec<Call>>> {
         let mut ops = std::mem::take(&mut self.attention);
         ops.sort_by_key(|o| (o.thread, o.start, std::cmp::Reverse(o.end)));
         // Outermost calls per thread, with the first shape found inside each.
@@ -584,13 +591,14 @@ impl KinetoBuilder {
             calls.push((o.start, o.backward, o.shape));
         }
         calls.sort_by_key(|c| c.0);
-        let mut per_step: Vec<Option<Vec<CallShape>>> = vec![None; cpu.len()];
+        let mut per_step: Vec<Option<Vec<Call>>> = vec![None; cpu.len()];
         for (start, backward, shape) in calls {
             let i = cpu.partition_point(|s| s.end <= start);
             if let Some(slot) = per_step.get_mut(i).filter(|_| cpu.get(i).is_some_and(|s| s.start <= start)) {
                 let list = slot.get_or_insert_with(Vec::new);
                 if let (false, Some(shape)) = (backward, shape) {
-                    list.push(shape);
+                    let micro_batch = passes.at(start).filter(|p| !p.backward).map(|p| p.micro_batch);
+                    list.push(Call { shape, micro_batch });
                 }
             }
         }
@@ -651,10 +659,18 @@ fn covered(mut intervals: Vec<(Nanos, Nanos)>) -> Nanos {
     total
 }
 
+/// What a step reveals of its sequences: its `seqlens=` marks and its forward attention calls.
+#[derive(Clone, Copy)]
+struct Revealed<'a> {
+    marks: &'a [(Nanos, Vec<u32>)],
+    calls: &'a [Call],
+}
+
 /// A step's micro-batches, from the compute that ran in their pipeline passes: each one's
-/// forward and backward time and its attention, and as its exact lengths the `seqlens=` marks
-/// its forward pass made (`marks`: the step's). None where the schedule annotated no passes.
-fn micro_batches(pieces: &[PassPiece], marks: &[(Nanos, Vec<u32>)], passes: &Passes) -> Vec<MicroBatch> {
+/// forward and backward time and its attention; its sequences from the `seqlens=` marks its
+/// forward pass made (exact lengths), else from the attention calls it made. None where the
+/// schedule annotated no passes.
+fn micro_batches(pieces: &[PassPiece], revealed: Revealed<'_>, passes: &Passes) -> Vec<MicroBatch> {
     let mut ids: Vec<u32> = pieces.iter().map(|p| p.pass.micro_batch).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -664,9 +680,11 @@ fn micro_batches(pieces: &[PassPiece], marks: &[(Nanos, Vec<u32>)], passes: &Pas
         };
         let forward_pass = |t: Nanos| passes.at(t).is_some_and(|m| m.micro_batch == id && !m.backward);
         let lengths: Vec<u32> =
-            marks.iter().filter(|(t, _)| forward_pass(*t)).flat_map(|(_, l)| l.iter().copied()).collect();
+            revealed.marks.iter().filter(|(t, _)| forward_pass(*t)).flat_map(|(_, l)| l.iter().copied()).collect();
         let mut sequences = if lengths.is_empty() {
-            Sequences::default()
+            let shapes: Vec<CallShape> =
+                revealed.calls.iter().filter(|c| c.micro_batch == Some(id)).map(|c| c.shape).collect();
+            sequences_of(&shapes)
         } else {
             Sequences::from_lengths(SequenceKnowledge::Exact, lengths)
         };
@@ -686,8 +704,9 @@ fn micro_batches(pieces: &[PassPiece], marks: &[(Nanos, Vec<u32>)], passes: &Pas
 }
 
 /// Each document passes through every layer, so the same call shape repeats once per layer in
-/// a row. The layer count is the greatest common divisor of the run lengths; fold by it.
-fn fold_layer_repeats(per_step: &mut [Option<Vec<CallShape>>]) {
+/// a row. The layer count is the greatest common divisor of the run lengths; fold by it. (A
+/// run of a micro-batch's calls stops where the next micro-batch's begin: still whole layers.)
+fn fold_layer_repeats<T: PartialEq + Copy>(per_step: &mut [Option<Vec<T>>]) {
     let mut runs = Vec::new();
     for calls in per_step.iter().flatten() {
         let mut i = 0;
@@ -702,7 +721,7 @@ fn fold_layer_repeats(per_step: &mut [Option<Vec<CallShape>>]) {
         return;
     }
     for calls in per_step.iter_mut().flatten() {
-        let folded: Vec<CallShape> = calls.iter().step_by(layers).copied().collect();
+        let folded: Vec<T> = calls.iter().step_by(layers).copied().collect();
         *calls = folded;
     }
 }
@@ -968,10 +987,10 @@ impl TraceBuilder for KinetoBuilder {
         }
         // The raw events are taken as each is used, so that a large file's peak memory is not
         // all of them beside the steps made from them (the browser's workers keep their peak).
-        let calls = self.sequences(&cpu);
+        let passes = Passes::new(std::mem::take(&mut self.passes));
+        let calls = self.sequences(&cpu, &passes);
         let on_gpu = !self.kernels.is_empty();
         let cpu_windows: Vec<(Nanos, Nanos)> = cpu.iter().map(|s| (s.start, s.end)).collect();
-        let passes = Passes::new(std::mem::take(&mut self.passes));
         let StepTime { windows, pieces, mut collectives, passes: in_passes } =
             if on_gpu { self.gpu_windows(&cpu, &passes) } else { self.cpu_time(&cpu_windows, &passes) };
         let mut order: Vec<usize> = (0..windows.len()).collect();
@@ -993,8 +1012,9 @@ impl TraceBuilder for KinetoBuilder {
             let marks = self.seqlen_marks.get(from..to.max(from)).unwrap_or_default();
             let mut exact = Vec::with_capacity(marks.iter().map(|(_, l)| l.len()).sum());
             exact.extend(marks.iter().flat_map(|(_, l)| l.iter().copied()));
+            let step_calls = calls.get(i).and_then(Option::as_deref).unwrap_or_default();
             let mut sequences = if exact.is_empty() {
-                calls.get(i).and_then(Option::as_deref).map(sequences_of).unwrap_or_default()
+                sequences_of(&step_calls.iter().map(|c| c.shape).collect::<Vec<_>>())
             } else {
                 Sequences::from_lengths(SequenceKnowledge::Exact, exact)
             };
@@ -1004,7 +1024,11 @@ impl TraceBuilder for KinetoBuilder {
             }
             let mut list = collectives.get_mut(i).map(std::mem::take).unwrap_or_default();
             list.sort_by_key(|c| (c.start, c.end));
-            let micro_batches = micro_batches(in_passes.get(i).map(Vec::as_slice).unwrap_or_default(), marks, &passes);
+            let micro_batches = micro_batches(
+                in_passes.get(i).map(Vec::as_slice).unwrap_or_default(),
+                Revealed { marks, calls: step_calls },
+                &passes,
+            );
             let step = WorkerStep {
                 step: mark.number,
                 start,

@@ -1,7 +1,10 @@
 //! PyTorch profiler (Kineto) traces, one per rank, shaped like real GPU traces: CPU-side
 //! `ProfilerStep#N`, kernel launches with correlation ids, attention ops whose `Input Dims` and
 //! `Concrete Inputs` carry the lengths the way PyTorch records them, and GPU kernels (GEMMs,
-//! flash attention, NCCL collectives) on compute and communication streams.
+//! flash attention, NCCL collectives) on compute and communication streams. By default they
+//! look like Megatron-LM's, which annotates no pipeline passes; [`KinetoWriter::annotating_passes`]
+//! writes them as `torch.distributed.pipelining` does, each pass in a `Forward 3` or
+//! `Backward 3` annotation.
 
 use std::io::{self, Write};
 
@@ -35,6 +38,8 @@ pub struct KinetoWriter<W: Write> {
     config: Config,
     ranks: Vec<RankTrace<W>>,
     correlation: u64,
+    /// Each forward and backward pass in a `record_function` annotation naming its micro-batch.
+    annotate_passes: bool,
 }
 
 impl<W: Write> KinetoWriter<W> {
@@ -58,7 +63,13 @@ impl<W: Write> KinetoWriter<W> {
             t.event(&format!("{{\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": {}, \"tid\": 0, \"args\": {{\"labels\": \"GPU {}\"}}}}", rank % 8, rank % 8))?;
             ranks.push(t);
         }
-        Ok(KinetoWriter { config: config.clone(), ranks, correlation: 1 })
+        Ok(KinetoWriter { config: config.clone(), ranks, correlation: 1, annotate_passes: false })
+    }
+
+    /// The writer with each pass annotated as `torch.distributed.pipelining`'s single-stage
+    /// schedules annotate it (`Forward 3`, `Backward 3`), the launches of its kernels inside.
+    pub fn annotating_passes(self) -> Self {
+        KinetoWriter { annotate_passes: true, ..self }
     }
 
     pub fn step(&mut self, step: &SimStep) -> io::Result<()> {
@@ -77,6 +88,9 @@ impl<W: Write> KinetoWriter<W> {
                     .micro_batch
                     .and_then(|m| step.bins.get((t.dp * config.micro_batches + m) as usize))
                     .map_or(&[][..], Vec::as_slice);
+                if self.annotate_passes {
+                    write_pass_annotation(t, op, step.start)?;
+                }
                 write_op(t, config, op, bin, step.start, &mut self.correlation)?;
             }
         }
@@ -164,6 +178,29 @@ fn attention_call(config: &Config, bin: &[u32], forward: bool) -> Option<(String
     }
 }
 
+/// When a CPU launches what the GPU starts at `at`: shortly before, within the step.
+fn launch(at: i64, step_start: i64) -> i64 {
+    (at - 5_000).max(step_start)
+}
+
+/// A forward or backward pass's annotation, from the launch of its first kernel to the
+/// launch time of its end (other ops write none).
+fn write_pass_annotation<W: Write>(t: &mut RankTrace<W>, op: &SimOp, step_start: i64) -> io::Result<()> {
+    let pass = match op.kind {
+        OpKind::Forward => "Forward",
+        OpKind::Backward => "Backward",
+        _ => return Ok(()),
+    };
+    let Some(mb) = op.micro_batch else { return Ok(()) };
+    let (start, end) = (launch(op.start, step_start), launch(op.end, step_start));
+    t.event(&format!(
+        "{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"{pass} {mb}\", \"pid\": {}, \"tid\": {CPU_TID}, \"ts\": {}, \"dur\": {}}}",
+        1000 + t.rank,
+        micros(start),
+        micros((end - start).max(1_000))
+    ))
+}
+
 fn write_op<W: Write>(
     t: &mut RankTrace<W>,
     config: &Config,
@@ -172,7 +209,7 @@ fn write_op<W: Write>(
     step_start: i64,
     correlation: &mut u64,
 ) -> io::Result<()> {
-    let launch = |at: i64| (at - 5_000).max(step_start);
+    let launch = |at: i64| launch(at, step_start);
     let cpu_pid = 1000 + t.rank;
     match op.kind {
         OpKind::Forward | OpKind::Backward => {
