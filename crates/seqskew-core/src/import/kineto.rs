@@ -8,6 +8,8 @@
 //! from a pipeline schedule's annotations of its passes ([`pipeline_pass`]): a kernel is the
 //! micro-batch of the pass that launched it, as it is the step's that launched it.
 
+use std::collections::BTreeMap;
+
 use serde_json::value::RawValue;
 
 use super::events::{EventPlace, Interest, RawEvent, TraceBuilder};
@@ -671,36 +673,46 @@ struct Revealed<'a> {
 /// forward pass made (exact lengths), else from the attention calls it made. None where the
 /// schedule annotated no passes.
 fn micro_batches(pieces: &[PassPiece], revealed: Revealed<'_>, passes: &Passes) -> Vec<MicroBatch> {
-    let mut ids: Vec<u32> = pieces.iter().map(|p| p.pass.micro_batch).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let micro_batch = |id: u32| {
-        let time = |keep: fn(&PassPiece) -> bool| {
-            covered(pieces.iter().filter(|p| p.pass.micro_batch == id && keep(p)).map(|p| (p.start, p.end)).collect())
-        };
-        let forward_pass = |t: Nanos| passes.at(t).is_some_and(|m| m.micro_batch == id && !m.backward);
-        let lengths: Vec<u32> =
-            revealed.marks.iter().filter(|(t, _)| forward_pass(*t)).flat_map(|(_, l)| l.iter().copied()).collect();
-        let mut sequences = if lengths.is_empty() {
-            let shapes: Vec<CallShape> =
-                revealed.calls.iter().filter(|c| c.micro_batch == Some(id)).map(|c| c.shape).collect();
-            sequences_of(&shapes)
-        } else {
-            Sequences::from_lengths(SequenceKnowledge::Exact, lengths)
-        };
-        let attention = time(|p| p.attention);
-        if attention > 0 {
-            sequences.attention = Some(attention);
+    // Grouped by micro-batch (sorted, not searched per id: a trace may name very many).
+    let mut pieces = pieces.to_vec();
+    pieces.sort_unstable_by_key(|p| (p.pass.micro_batch, p.start));
+    let mut lengths: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (t, list) in revealed.marks {
+        if let Some(pass) = passes.at(*t).filter(|p| !p.backward) {
+            lengths.entry(pass.micro_batch).or_default().extend(list);
         }
-        MicroBatch {
-            id,
-            start: pieces.iter().filter(|p| p.pass.micro_batch == id).map(|p| p.start).min(),
-            forward: time(|p| !p.pass.backward),
-            backward: time(|p| p.pass.backward),
-            sequences,
+    }
+    let mut shapes: BTreeMap<u32, Vec<CallShape>> = BTreeMap::new();
+    for call in revealed.calls {
+        if let Some(id) = call.micro_batch {
+            shapes.entry(id).or_default().push(call.shape);
         }
-    };
-    ids.into_iter().map(micro_batch).collect()
+    }
+    pieces
+        .chunk_by(|a, b| a.pass.micro_batch == b.pass.micro_batch)
+        .filter_map(|mine| {
+            let first = mine.first()?;
+            let id = first.pass.micro_batch;
+            let time = |keep: fn(&PassPiece) -> bool| {
+                covered(mine.iter().filter(|p| keep(p)).map(|p| (p.start, p.end)).collect())
+            };
+            let mut sequences = match lengths.remove(&id) {
+                Some(exact) => Sequences::from_lengths(SequenceKnowledge::Exact, exact),
+                None => sequences_of(shapes.get(&id).map(Vec::as_slice).unwrap_or_default()),
+            };
+            let attention = time(|p| p.attention);
+            if attention > 0 {
+                sequences.attention = Some(attention);
+            }
+            Some(MicroBatch {
+                id,
+                start: Some(first.start),
+                forward: time(|p| !p.pass.backward),
+                backward: time(|p| p.pass.backward),
+                sequences,
+            })
+        })
+        .collect()
 }
 
 /// Each document passes through every layer, so the same call shape repeats once per layer in
