@@ -53,8 +53,12 @@ pub fn run(paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
                     (Some(a), Some(b)) => format!("{} ({a}..{b})", text::count(f.steps, "step")),
                     _ => "no steps".to_owned(),
                 };
+                let micro_batches = match f.micro_batches {
+                    0 => String::new(),
+                    n => format!(", micro-batches: up to {n} a step"),
+                };
                 println!(
-                    "  {}, {steps}, {} events kept, {} skipped, sequences: {}",
+                    "  {}, {steps}, {} events kept, {} skipped, sequences: {}{micro_batches}",
                     workers_and_ranks(f.workers, &f.ranks),
                     f.spans.kept,
                     f.spans.skipped,

@@ -111,6 +111,8 @@ fn inspect_json_has_the_documented_shape_and_names_a_broken_file() {
         assert_eq!(f["format"], "kineto", "{f}");
         assert_eq!((f["workers"].as_u64(), f["steps"].as_u64()), (Some(1), Some(30)), "{f}");
         assert_eq!(f["has_sequence_lengths"], true, "{f}");
+        // Megatron-style traces annotate no pipeline passes: no micro-batches are named.
+        assert_eq!(f["micro_batches"], 0, "{f}");
         assert!(f["spans"]["kept"].as_u64().is_some_and(|n| n > 0), "{f}");
         assert_eq!(f["diagnostics"].as_array().map(Vec::len), Some(0), "{f}");
     }
@@ -148,6 +150,15 @@ fn inspect_text_names_each_file_its_workers_and_ranks() {
 
     let out = seqskew(&["inspect", path_arg(&kineto)]);
     assert!(stdout(&out).contains("job: 8 workers (dp 8 × pp 1), 30 steps"), "{}", stdout(&out));
+
+    // A step log names each step's micro-batches (the preset's four).
+    let log = synth(&dir, "balanced", "jsonl").join("steps.jsonl");
+    let out = seqskew(&["inspect", path_arg(&log)]);
+    let text = stdout(&out);
+    assert!(
+        text.lines().nth(1).is_some_and(|l| l.ends_with("sequences: exact, micro-batches: up to 4 a step")),
+        "{text}"
+    );
 }
 
 #[test]

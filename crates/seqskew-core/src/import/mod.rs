@@ -61,6 +61,7 @@ impl FileImport {
         ranks.sort_unstable();
         let sequences =
             self.workers.iter().flat_map(|w| w.steps.iter().map(|s| s.sequences.knowledge)).max().unwrap_or_default();
+        let micro_batches = self.workers.iter().flat_map(|w| w.steps.iter().map(|s| s.micro_batches.len())).max();
         FileSummary {
             path: self.file.clone(),
             format: self.format,
@@ -74,6 +75,7 @@ impl FileImport {
             spans: SpanCounts { kept: self.stats.kept, skipped: self.stats.skipped },
             has_sequence_lengths: sequences != crate::model::SequenceKnowledge::Unknown,
             sequences,
+            micro_batches: micro_batches.unwrap_or(0),
             diagnostics: self.diagnostics.clone(),
         }
     }
@@ -97,6 +99,10 @@ pub struct FileSummary {
     pub spans: SpanCounts,
     pub has_sequence_lengths: bool,
     pub sequences: crate::model::SequenceKnowledge,
+    /// The most micro-batches any of its worker-steps names (0: none; a Kineto trace names them
+    /// only where its pipeline schedule annotates its passes).
+    #[serde(default)]
+    pub micro_batches: usize,
     pub diagnostics: Vec<Diagnostic>,
 }
 

@@ -33,7 +33,7 @@ pub fn file_list(props: &Props) -> Html {
         <section class="files" aria-label="Loaded files">
             <h3>{format!("{} files: {} workers, {} steps", r.files.len(), r.workers, r.steps)}</h3>
             <table>
-                <thead><tr><th scope="col">{"File"}</th><th scope="col">{"Size"}</th><th scope="col">{"Format"}</th><th scope="col">{"Workers"}</th><th scope="col">{"Steps"}</th><th scope="col">{"Sequence lengths"}</th></tr></thead>
+                <thead><tr><th scope="col">{"File"}</th><th scope="col">{"Size"}</th><th scope="col">{"Format"}</th><th scope="col">{"Workers"}</th><th scope="col">{"Steps"}</th><th scope="col">{"Sequence lengths"}</th><th scope="col">{"Micro-batches"}</th></tr></thead>
                 <tbody>
                 { for r.files.iter().map(|f| html! {
                     <tr class={classes!(f.diagnostics.iter().any(|d| d.severity == Severity::Error).then_some("bad"))}>
@@ -43,6 +43,7 @@ pub fn file_list(props: &Props) -> Html {
                         <td class="num">{f.workers}</td>
                         <td class="num">{f.steps}</td>
                         <td>{format!("{:?}", f.sequences).to_lowercase()}</td>
+                        <td>{match f.micro_batches { 0 => "none named".to_owned(), n => format!("up to {n} a step") }}</td>
                     </tr>
                 }) }
                 </tbody>
