@@ -4,9 +4,9 @@
 //! workers, a document length distribution, a batching policy, a cost model, and the causes to
 //! inject (sequence-length imbalance comes from the data and the batching; slow workers, a heavy
 //! last stage, communication jitter and host stalls are injected). [`engine::Simulation`] yields
-//! the steps one at a time; [`write`] turns them into the files real jobs write (Kineto per rank,
+//! the steps one at a time; [`write`](mod@write) turns them into the files real jobs write (Kineto per rank,
 //! a merged Chrome trace) and `seqskew_core::export` into step logs (through [`job`]);
-//! [`truth`] says what really happened. Pure: no IO of its own, so the browser runs it too.
+//! [`truth()`] says what really happened. Pure: no IO of its own, so the browser runs it too.
 
 pub mod config;
 pub mod engine;

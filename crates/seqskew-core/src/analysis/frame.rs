@@ -209,7 +209,7 @@ impl SeqColumns {
     }
 }
 
-/// A run of [`SeqColumns`]' entries.
+/// A run of the entries of a column set of sequence features (a cell's, or a micro-batch's).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SeqSlice<'a> {
     known: &'a [bool],

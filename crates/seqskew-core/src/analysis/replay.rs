@@ -86,7 +86,7 @@ impl Restore {
 }
 
 /// The persistent parts of each slot's time, estimated across steps (all of them, or an even
-/// sample of a big job's: [`factor_steps`]) with medians.
+/// sample of a big job's, as `factor_steps` picks them) with medians.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Factors {
     /// Per stage: its compute relative to the step's typical stage (the median).

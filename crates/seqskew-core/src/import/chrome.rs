@@ -2,7 +2,7 @@
 //! workers (Megatron/NeMo timers, custom exporters, the seqskew simulator).
 //!
 //! A worker is a process whose `process_name` carries rank coordinates ("rank 7", "DP rank
-//! [3]"), refined by thread names that carry more ("PP rank 1, TP rank 0, compute"); without
+//! \[3\]"), refined by thread names that carry more ("PP rank 1, TP rank 0, compute"); without
 //! such labels, a pid. Steps come from event args (`step`, `iteration`) or from step spans
 //! ("step 12", "iteration 12", `ProfilerStep#12`); micro-batches from args (`mb_id`,
 //! `microbatch`); span kinds from name and category words; exact sequence lengths from

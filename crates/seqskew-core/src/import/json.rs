@@ -5,7 +5,7 @@
 //! Traces are mostly fields and events the importers ignore. serde_json validated and walked
 //! every byte of them into structs (about 140 MB/s); the scanner only finds where each value
 //! ends (strings by their closing quote, containers by their brackets, both searched a word
-//! at a time: [`swar`](super::swar)), so skipped content costs little.
+//! at a time: [`swar`]), so skipped content costs little.
 //! What is kept is checked where it is used: strings by [`string`], numbers by the number
 //! parsers. serde_json still reads top-level values and escaped strings.
 
@@ -517,7 +517,7 @@ pub type Shape = ([u64; MAX_DIMS], usize);
 /// [`shape`] of each element of a list of shapes (`[[8, 4096, 16, 128], [23], []]`), in order,
 /// and where the list ends: one pass, a byte at a time, for the lists profilers write. `None`
 /// (perhaps after some calls) when the list holds anything but arrays of plain integers, or is
-/// not JSON: read it then with [`array`] and [`shape`], which take any JSON.
+/// not JSON: read it then with [`array()`] and [`shape`], which take any JSON.
 pub fn plain_shapes(raw: &[u8], mut each: impl FnMut(Option<Shape>)) -> Option<usize> {
     if raw.first() != Some(&b'[') {
         return None;

@@ -4,7 +4,7 @@
 //! 32 MiB `Blob` slices, the CLI feeds file reads), recognises gzip by its magic bytes and the
 //! format from the first KiB of content (never from the file name), and streams the content into
 //! that format's parser. Memory is bounded by the model being built, not by the input.
-//! [`assemble`] then merges the files' workers into one [`Job`](crate::model::Job).
+//! [`assemble()`] then merges the files' workers into one [`Job`](crate::model::Job).
 
 mod assemble;
 mod chrome;

@@ -173,7 +173,7 @@ pub fn kind_from_words(name: &str, cat: &str) -> SpanKind {
     }
 }
 
-/// Rank coordinates in a label or file name: "rank 7", "rank3.pt.trace.json", "DP rank [3]",
+/// Rank coordinates in a label or file name: "rank 7", "rank3.pt.trace.json", "DP rank \[3\]",
 /// "PP rank 1, TP rank 0, compute", "dp=2 pp=1", "[rank-4]".
 /// Returns the global rank (when a plain "rank N" is present) and the coordinates found.
 pub fn parse_coords(label: &str) -> (Option<u32>, Coords) {

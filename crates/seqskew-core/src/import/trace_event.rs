@@ -1,5 +1,5 @@
 //! One Chrome-trace event: the fields any importer looks at, borrowed from the buffer and read
-//! with the [`json`](super::json) scanner. Everything else in the event is skipped unread.
+//! with the [`json`] scanner. Everything else in the event is skipped unread.
 
 use std::borrow::Cow;
 
