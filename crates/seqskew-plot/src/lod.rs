@@ -21,7 +21,7 @@ const COARSEST: usize = 64;
 
 /// Per level (finest first), the dominant kind index of each of `len` equal buckets of
 /// `[start, end)`, or 8 ("nothing ran"). Each level has half the buckets of the one before; the
-/// finest has [`BUCKETS_PER_SPAN`] per span, so all levels together take four bytes per span.
+/// finest has `BUCKETS_PER_SPAN` (two) per span, so all levels together take four bytes per span.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LaneSummary {
     pub start: f64,
