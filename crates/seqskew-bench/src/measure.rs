@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use seqskew_core::analysis::analyze as diagnose;
+use seqskew_core::analysis::diagnose;
 use seqskew_core::import::{FileImport, FileIngest, READ_CHUNK, assemble_owned, is_trace_file_name};
 use seqskew_sim::config::{Config, Lengths};
 use seqskew_sim::job::to_job;
@@ -114,7 +114,8 @@ pub fn parse(paths: &[PathBuf]) -> Result<(), String> {
     report_ingest(import_all(readers)?, start)
 }
 
-/// Builds a `workers` × `steps` job with the simulator (not timed), then times its diagnosis,
+/// Builds a `workers` × `steps` job with the simulator (not timed), then times its diagnosis (the
+/// report, as the command line makes it, without the views only the app plots),
 /// `repeat` times over (a line each: building the job takes far longer than diagnosing it, so
 /// two builds are compared by repeating the diagnosis in one process).
 pub fn analyze(workers: u32, steps: u32, repeat: usize) -> Result<(), String> {
@@ -135,14 +136,14 @@ pub fn analyze(workers: u32, steps: u32, repeat: usize) -> Result<(), String> {
     let assembled = seqskew_core::import::Assembled { job, diagnostics: Vec::new() };
     for _ in 0..repeat.max(1) {
         let start = Instant::now();
-        let analysis = diagnose(&assembled, &[]);
+        let report = diagnose(&assembled, &[]);
         let seconds = start.elapsed().as_secs_f64();
         let sample = Sample {
             seconds,
             peak_rss_mib: peak_rss_mib(),
             bytes: 0,
             workers: assembled.job.workers.len(),
-            steps: analysis.report.job.steps,
+            steps: report.job.steps,
         };
         println!("{}", serde_json::to_string(&sample).map_err(|e| e.to_string())?);
     }

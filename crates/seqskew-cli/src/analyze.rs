@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use seqskew_core::analysis::{Analysis, analyze};
+use seqskew_core::analysis::diagnose;
+use seqskew_core::report::Report;
 
 use crate::input;
 
@@ -17,7 +18,7 @@ pub enum Output {
 }
 
 /// Reads and analyses the inputs. `Err` when nothing in them can be analysed.
-pub fn load(paths: &[PathBuf]) -> Result<Analysis, String> {
+pub fn load(paths: &[PathBuf]) -> Result<Report, String> {
     let files = input::expand(paths)?;
     if files.is_empty() {
         return Err("no trace files found (looked for .json, .json.gz, .jsonl, .csv)".into());
@@ -28,14 +29,13 @@ pub fn load(paths: &[PathBuf]) -> Result<Analysis, String> {
             summaries.iter().flat_map(|s| s.diagnostics.iter().map(ToString::to_string)).collect();
         return Err(format!("nothing to analyse:\n  {}", problems.join("\n  ")));
     }
-    let analysis = analyze(&assembled, &summaries);
+    let report = diagnose(&assembled, &summaries);
     input::free_in_background(assembled);
-    Ok(analysis)
+    Ok(report)
 }
 
 pub fn run(paths: &[PathBuf], output: Output) -> Result<ExitCode, String> {
-    let analysis = load(paths)?;
-    let report = &analysis.report;
+    let report = load(paths)?;
     match output {
         Output::Json => println!("{}", report.to_json()),
         Output::Markdown | Output::Text => print!("{}", report.to_markdown()),

@@ -34,14 +34,13 @@ struct CheckOutput<'a> {
 /// Gates CI: 0 when the slowdown is within the bound, 1 when the job straggles beyond it,
 /// 2 when the input cannot be analysed.
 pub fn check(paths: &[PathBuf], max_slowdown: f64, json: bool) -> Result<ExitCode, String> {
-    let analysis = match load(paths) {
-        Ok(a) => a,
+    let r = match load(paths) {
+        Ok(report) => report,
         Err(e) => {
             eprintln!("seqskew check: {e}");
             return Ok(ExitCode::from(UNUSABLE));
         }
     };
-    let r = &analysis.report;
     let ok = r.slowdown.factor <= max_slowdown;
     if json {
         let out = CheckOutput {
@@ -63,7 +62,7 @@ pub fn check(paths: &[PathBuf], max_slowdown: f64, json: bool) -> Result<ExitCod
 pub fn compare_runs(before: &Path, after: &Path, max_slowdown: f64, json: bool) -> Result<ExitCode, String> {
     let b = load(&[before.to_path_buf()])?;
     let a = load(&[after.to_path_buf()])?;
-    let c = compare(&b.report, &a.report, max_slowdown);
+    let c = compare(&b, &a, max_slowdown);
     if json {
         println!("{}", serde_json::to_string_pretty(&c).map_err(|e| e.to_string())?);
     } else {

@@ -8,14 +8,21 @@ use std::fmt::Write;
 
 use common::import_fixture;
 use expect_test::{Expect, expect};
-use seqskew_core::analysis::analyze;
+use seqskew_core::analysis::{analyze, diagnose as report_alone};
 use seqskew_core::import::assemble;
 use seqskew_core::report::Report;
 
+/// The fixtures' report, which the command line makes without the views the app plots: the
+/// same as the app's.
 fn report_of(files: &[&str]) -> Report {
     let imports: Vec<_> = files.iter().map(|f| import_fixture(f, usize::MAX)).collect();
     let summaries: Vec<_> = imports.iter().map(|i| i.summary()).collect();
-    analyze(&assemble(&imports), &summaries).report
+    let assembled = assemble(&imports);
+    let analysis = analyze(&assembled, &summaries);
+    assert!(!analysis.views.steps.is_empty(), "the app's analysis has its views");
+    let report = report_alone(&assembled, &summaries);
+    assert_eq!(report, analysis.report, "{files:?}: the report alone is the app's");
+    report
 }
 
 fn diagnose(files: &[&str]) -> String {
@@ -130,7 +137,7 @@ fn two_sampled_ranks_of_128_say_which_are_missing() {
     let files = ["hta_trace_filter/sampled_rank-0.json.gz", "hta_trace_filter/sampled_rank-1.json.gz"];
     let imports: Vec<_> = files.iter().map(|f| import_fixture(f, usize::MAX)).collect();
     let summaries: Vec<_> = imports.iter().map(|i| i.summary()).collect();
-    let report = analyze(&assemble(&imports), &summaries).report;
+    let report = report_alone(&assemble(&imports), &summaries);
     assert_eq!((report.verdict.primary.as_str(), report.job.world_size), ("balanced", Some(128)));
     let messages: Vec<&str> = report.job.diagnostics.iter().map(|d| d.message.as_str()).collect();
     assert!(

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use seqskew_core::analysis::analyze;
+use seqskew_core::analysis::diagnose;
 use seqskew_core::export::{write_steplog_csv, write_steplog_jsonl};
 use seqskew_core::import::{FileImport, assemble, import_bytes};
 use serde::{Deserialize, Serialize};
@@ -228,8 +228,7 @@ pub fn run_case(case: &Case) -> Outcome {
     let imports: Vec<FileImport> = files.iter().map(|(n, b)| import_bytes(n, b)).collect();
     let assembled = assemble(&imports);
     let summaries: Vec<_> = imports.iter().map(FileImport::summary).collect();
-    let analysis = analyze(&assembled, &summaries);
-    let r = &analysis.report;
+    let r = &diagnose(&assembled, &summaries);
     let ideal_error =
         if t.ideal_step_s > 0.0 { (r.slowdown.ideal_step_s - t.ideal_step_s).abs() / t.ideal_step_s } else { 0.0 };
     let predicted_speedup =
