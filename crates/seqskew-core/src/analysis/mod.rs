@@ -69,8 +69,7 @@ pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
 }
 
 /// The report alone, as [`analyze`] makes it: what the command line prints. The views, which
-/// only the app plots, are a pass over the whole table of their own (a tenth of the analysis of
-/// 4096 workers × 1000 steps), left out.
+/// only the app plots, are a pass over the whole table of their own, left out.
 pub fn diagnose(assembled: &Assembled, inputs: &[FileSummary]) -> Report {
     run(assembled, inputs, Wanted::Report).report
 }
