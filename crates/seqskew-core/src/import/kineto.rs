@@ -490,7 +490,7 @@ impl KinetoBuilder {
             if let Some(e) = step.and_then(|i| gpu_end.get_mut(i)) {
                 *e = Some(e.map_or(k.end, |v| v.max(k.end)));
             }
-            owner.push((step, passes.at(launch).filter(|_| computes(k.kind))));
+            owner.push((step, computes(k.kind).then(|| passes.at(launch)).flatten()));
         }
         drop(launches);
         let starts: Vec<Nanos> = cpu
@@ -552,7 +552,7 @@ impl KinetoBuilder {
                 OpClass::DataLoading => SpanKind::DataLoading,
                 OpClass::Comm(_) | OpClass::Collective(_) => SpanKind::Communication,
             };
-            let pass = passes.at(o.start).filter(|_| computes(kind));
+            let pass = computes(kind).then(|| passes.at(o.start)).flatten();
             pieces.push(Piece { start: o.start, end: o.end, kind, micro_batch: pass.map(|p| p.micro_batch) });
             let op = match o.class {
                 OpClass::Collective(op) => Some(op),
@@ -672,9 +672,8 @@ struct Revealed<'a> {
 /// forward and backward time and its attention; its sequences from the `seqlens=` marks its
 /// forward pass made (exact lengths), else from the attention calls it made. None where the
 /// schedule annotated no passes.
-fn micro_batches(pieces: &[PassPiece], revealed: Revealed<'_>, passes: &Passes) -> Vec<MicroBatch> {
+fn micro_batches(mut pieces: Vec<PassPiece>, revealed: Revealed<'_>, passes: &Passes) -> Vec<MicroBatch> {
     // Grouped by micro-batch (sorted, not searched per id: a trace may name very many).
-    let mut pieces = pieces.to_vec();
     pieces.sort_unstable_by_key(|p| (p.pass.micro_batch, p.start));
     let mut lengths: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for (t, list) in revealed.marks {
@@ -698,7 +697,7 @@ fn micro_batches(pieces: &[PassPiece], revealed: Revealed<'_>, passes: &Passes) 
             };
             let mut sequences = match lengths.remove(&id) {
                 Some(exact) => Sequences::from_lengths(SequenceKnowledge::Exact, exact),
-                None => sequences_of(shapes.get(&id).map(Vec::as_slice).unwrap_or_default()),
+                None => sequences_of(shapes.get(&id).into_iter().flatten().copied()),
             };
             let attention = time(|p| p.attention);
             if attention > 0 {
@@ -743,10 +742,10 @@ fn gcd(a: usize, b: usize) -> usize {
 }
 
 /// The sequences of a step's attention calls.
-fn sequences_of(calls: &[CallShape]) -> Sequences {
+fn sequences_of(calls: impl Iterator<Item = CallShape> + Clone) -> Sequences {
     let dense: Vec<u32> = calls
-        .iter()
-        .flat_map(|c| match *c {
+        .clone()
+        .flat_map(|c| match c {
             CallShape::Dense { batch, len } => std::iter::repeat_n(len, batch as usize),
             CallShape::Varlen { .. } => std::iter::repeat_n(0, 0),
         })
@@ -757,7 +756,7 @@ fn sequences_of(calls: &[CallShape]) -> Sequences {
         Sequences::from_lengths(SequenceKnowledge::DenseShapes, dense)
     };
     for c in calls {
-        if let CallShape::Varlen { tokens, count, max_len } = *c {
+        if let CallShape::Varlen { tokens, count, max_len } = c {
             seq.merge(&Sequences::from_bounds(u64::from(count), tokens, max_len));
         }
     }
@@ -1003,7 +1002,7 @@ impl TraceBuilder for KinetoBuilder {
         let calls = self.sequences(&cpu, &passes);
         let on_gpu = !self.kernels.is_empty();
         let cpu_windows: Vec<(Nanos, Nanos)> = cpu.iter().map(|s| (s.start, s.end)).collect();
-        let StepTime { windows, pieces, mut collectives, passes: in_passes } =
+        let StepTime { windows, pieces, mut collectives, passes: mut in_passes } =
             if on_gpu { self.gpu_windows(&cpu, &passes) } else { self.cpu_time(&cpu_windows, &passes) };
         let mut order: Vec<usize> = (0..windows.len()).collect();
         order.sort_by_key(|&i| windows.get(i).copied());
@@ -1026,7 +1025,7 @@ impl TraceBuilder for KinetoBuilder {
             exact.extend(marks.iter().flat_map(|(_, l)| l.iter().copied()));
             let step_calls = calls.get(i).and_then(Option::as_deref).unwrap_or_default();
             let mut sequences = if exact.is_empty() {
-                sequences_of(&step_calls.iter().map(|c| c.shape).collect::<Vec<_>>())
+                sequences_of(step_calls.iter().map(|c| c.shape))
             } else {
                 Sequences::from_lengths(SequenceKnowledge::Exact, exact)
             };
@@ -1037,7 +1036,7 @@ impl TraceBuilder for KinetoBuilder {
             let mut list = collectives.get_mut(i).map(std::mem::take).unwrap_or_default();
             list.sort_by_key(|c| (c.start, c.end));
             let micro_batches = micro_batches(
-                in_passes.get(i).map(Vec::as_slice).unwrap_or_default(),
+                in_passes.get_mut(i).map(std::mem::take).unwrap_or_default(),
                 Revealed { marks, calls: step_calls },
                 &passes,
             );
@@ -1214,9 +1213,9 @@ mod tests {
 
     #[test]
     fn sequences_of_mixed_calls() {
-        let s = sequences_of(&[CallShape::Dense { batch: 2, len: 10 }]);
+        let s = sequences_of([CallShape::Dense { batch: 2, len: 10 }].into_iter());
         assert_eq!((s.knowledge, s.lengths.clone(), s.sum_sq_low), (SequenceKnowledge::DenseShapes, vec![10, 10], 200));
-        let s = sequences_of(&[CallShape::Varlen { tokens: 100, count: 4, max_len: 70 }]);
+        let s = sequences_of([CallShape::Varlen { tokens: 100, count: 4, max_len: 70 }].into_iter());
         assert_eq!(
             (s.knowledge, s.documents, s.sum_sq_low, s.sum_sq_high),
             (SequenceKnowledge::VarlenBounds, 4, 2500, 7000)
