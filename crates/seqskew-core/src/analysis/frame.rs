@@ -44,13 +44,14 @@ impl SeqFeatures {
         if !s.is_known() {
             return SeqFeatures::default();
         }
+        let sum_sq = s.sum_sq_estimate();
         SeqFeatures {
             known: true,
             documents: s.documents as f64,
             tokens: s.tokens as f64,
             max_len: f64::from(s.max_len),
-            sum_sq: s.sum_sq_estimate(),
-            quadratic: s.sum_sq_estimate(),
+            sum_sq,
+            quadratic: sum_sq,
         }
     }
 }
@@ -125,6 +126,12 @@ impl MicroBatchCell {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MaybeNanos(Nanos);
 
+impl Default for MaybeNanos {
+    fn default() -> Self {
+        Self::NONE
+    }
+}
+
 impl MaybeNanos {
     const NONE: MaybeNanos = MaybeNanos(Nanos::MIN);
 
@@ -146,6 +153,13 @@ fn run<'a, T>(column: &'a [T], range: &Range<usize>) -> &'a [T] {
 fn put<T>(column: &mut [T], i: usize, value: T) {
     if let Some(x) = column.get_mut(i) {
         *x = value;
+    }
+}
+
+/// Sets a column's entries from `start` on to one number of each of `entries` (those that fit).
+fn put_run<T, E>(column: &mut [T], start: usize, entries: &[E], number: impl Fn(&E) -> T) {
+    for (x, e) in column.get_mut(start..).unwrap_or_default().iter_mut().zip(entries) {
+        *x = number(e);
     }
 }
 
@@ -186,15 +200,15 @@ impl SeqColumns {
         self.sum_sq.resize(n, 0.0);
     }
 
-    fn set(&mut self, i: usize, s: &Sequences) {
-        if !s.is_known() {
-            return;
-        }
-        put(&mut self.known, i, true);
-        put(&mut self.documents, i, s.documents as f64);
-        put(&mut self.tokens, i, s.tokens as f64);
-        put(&mut self.max_len, i, s.max_len);
-        put(&mut self.sum_sq, i, s.sum_sq_estimate());
+    /// Sets entries from `start` on to the sequences of `entries` (all but `quadratic`, which
+    /// [`use_attention_for_bounds`] sets).
+    fn put_run<E>(&mut self, start: usize, entries: &[E], seq: impl Fn(&E) -> &SeqFeatures) {
+        put_run(&mut self.known, start, entries, |e| seq(e).known);
+        put_run(&mut self.documents, start, entries, |e| seq(e).documents);
+        put_run(&mut self.tokens, start, entries, |e| seq(e).tokens);
+        // A length held as a float, from the model's `u32`: exact both ways.
+        put_run(&mut self.max_len, start, entries, |e| seq(e).max_len as u32);
+        put_run(&mut self.sum_sq, start, entries, |e| seq(e).sum_sq);
     }
 
     fn all(&self) -> SeqSlice<'_> {
@@ -301,21 +315,18 @@ impl CellColumns {
         self.micro_batch_start.resize(n + 1, 0);
     }
 
-    /// Sets cell `i` from its worker-step (all but where its micro-batches are).
-    fn set(&mut self, i: usize, w: &Worker, s: &WorkerStep) {
-        let t = &s.totals;
-        let communication = t.communication();
-        let p2p = w.p2p_time(s);
-        put(&mut self.present, i, true);
-        self.seq.set(i, &s.sequences);
-        put(&mut self.duration, i, s.duration);
-        put(&mut self.compute, i, t.get(SpanKind::Compute) + t.get(SpanKind::Attention));
-        put(&mut self.attention, i, s.sequences.attention.unwrap_or_else(|| t.get(SpanKind::Attention)));
-        put(&mut self.optimizer, i, t.get(SpanKind::Optimizer));
-        put(&mut self.collectives, i, communication - p2p.min(communication));
-        put(&mut self.transfer, i, MaybeNanos::new(s.transfer.map(|x| x.min(communication))));
-        put(&mut self.stall, i, t.get(SpanKind::HostStall) + t.get(SpanKind::DataLoading));
-        put(&mut self.other, i, t.get(SpanKind::Other));
+    /// Sets cells from `start` on to `entries` (all but where their micro-batches are).
+    fn put_run(&mut self, start: usize, entries: &[CellEntry]) {
+        put_run(&mut self.present, start, entries, |e| e.present);
+        put_run(&mut self.duration, start, entries, |e| e.duration);
+        put_run(&mut self.compute, start, entries, |e| e.compute);
+        put_run(&mut self.attention, start, entries, |e| e.attention);
+        put_run(&mut self.optimizer, start, entries, |e| e.optimizer);
+        put_run(&mut self.collectives, start, entries, |e| e.collectives);
+        put_run(&mut self.transfer, start, entries, |e| e.transfer);
+        put_run(&mut self.stall, start, entries, |e| e.stall);
+        put_run(&mut self.other, start, entries, |e| e.other);
+        self.seq.put_run(start, entries, |e| &e.seq);
     }
 
     /// Cells `range`, of part `part` whose micro-batches are `micro_batches`.
@@ -334,6 +345,42 @@ impl CellColumns {
             other: run(&self.other, &range),
             seq: self.seq.all().slice(range.clone()),
             micro_batch_start: run(&self.micro_batch_start, &(range.start..range.end + 1)),
+        }
+    }
+}
+
+/// One entry of [`CellColumns`] (an absent cell: the default, as [`CellColumns::zero`] writes).
+#[derive(Clone, Copy, Debug, Default)]
+struct CellEntry {
+    present: bool,
+    duration: Nanos,
+    compute: Nanos,
+    attention: Nanos,
+    optimizer: Nanos,
+    collectives: Nanos,
+    transfer: MaybeNanos,
+    stall: Nanos,
+    other: Nanos,
+    seq: SeqFeatures,
+}
+
+impl CellEntry {
+    /// A worker-step's numbers.
+    fn of(w: &Worker, s: &WorkerStep) -> Self {
+        let t = &s.totals;
+        let communication = t.communication();
+        let p2p = w.p2p_time(s);
+        CellEntry {
+            present: true,
+            duration: s.duration,
+            compute: t.get(SpanKind::Compute) + t.get(SpanKind::Attention),
+            attention: s.sequences.attention.unwrap_or_else(|| t.get(SpanKind::Attention)),
+            optimizer: t.get(SpanKind::Optimizer),
+            collectives: communication - p2p.min(communication),
+            transfer: MaybeNanos::new(s.transfer.map(|x| x.min(communication))),
+            stall: t.get(SpanKind::HostStall) + t.get(SpanKind::DataLoading),
+            other: t.get(SpanKind::Other),
+            seq: SeqFeatures::of(&s.sequences),
         }
     }
 }
@@ -442,11 +489,12 @@ impl MicroBatchColumns {
         self.seq.zero(n);
     }
 
-    fn set(&mut self, i: usize, m: &MicroBatch) {
-        put(&mut self.forward, i, m.forward);
-        put(&mut self.backward, i, m.backward);
-        put(&mut self.attention, i, MaybeNanos::new(m.sequences.attention));
-        self.seq.set(i, &m.sequences);
+    /// Sets micro-batches from `start` on to `entries`.
+    fn put_run(&mut self, start: usize, entries: &[MicroBatchEntry]) {
+        put_run(&mut self.forward, start, entries, |e| e.forward);
+        put_run(&mut self.backward, start, entries, |e| e.backward);
+        put_run(&mut self.attention, start, entries, |e| e.attention);
+        self.seq.put_run(start, entries, |e| &e.seq);
     }
 
     fn all(&self) -> MicroBatchRun<'_> {
@@ -455,6 +503,26 @@ impl MicroBatchColumns {
             backward: &self.backward,
             attention: &self.attention,
             seq: self.seq.all(),
+        }
+    }
+}
+
+/// One entry of [`MicroBatchColumns`].
+#[derive(Clone, Copy, Debug, Default)]
+struct MicroBatchEntry {
+    forward: Nanos,
+    backward: Nanos,
+    attention: MaybeNanos,
+    seq: SeqFeatures,
+}
+
+impl MicroBatchEntry {
+    fn of(m: &MicroBatch) -> Self {
+        MicroBatchEntry {
+            forward: m.forward,
+            backward: m.backward,
+            attention: MaybeNanos::new(m.sequences.attention),
+            seq: SeqFeatures::of(&m.sequences),
         }
     }
 }
@@ -716,47 +784,87 @@ fn bounds(steps: &[u64], range: Range<usize>) -> Option<(u64, u64)> {
     Some((*steps.get(range.start)?, *steps.get(range.end.checked_sub(1)?)?))
 }
 
-/// Calls `visit(i, worker, step)` for each cell `i` of `steps[range]` that a worker has, until
-/// it returns false. The model holds each worker's steps one after another, the table each
-/// step's workers: a transpose. Made a tile of steps at a time, worker by worker, each worker's
-/// steps are read in memory order while the tile's rows of the table stay in the cache until
-/// every worker has written its cell of them.
-fn each_cell<'a>(
-    job: &'a Job,
-    steps: &[u64],
-    range: Range<usize>,
-    mut visit: impl FnMut(usize, &'a Worker, &'a WorkerStep) -> bool,
-) {
+/// A block of a part's cells: its rows `first_row..first_row + rows` (steps, counted from the
+/// part's first) of workers `first_worker..first_worker + workers`.
+#[derive(Clone, Copy, Debug)]
+struct Block {
+    first_row: usize,
+    rows: usize,
+    first_worker: usize,
+    workers: usize,
+}
+
+/// What is done with each cell of a part's blocks ([`each_block`]).
+trait BlockVisitor<'a> {
+    /// Worker `j` of the block (counted from its first) has the step of the block's row `t`;
+    /// false stops the visit.
+    fn cell(&mut self, block: &Block, t: usize, j: usize, worker: &'a Worker, step: &'a WorkerStep) -> bool;
+    /// Every cell of the block was visited.
+    fn done(&mut self, block: &Block);
+}
+
+/// Visits the cells of `steps[range]` that the workers have, block after block, until the
+/// visitor says stop. The model holds each worker's steps one after another, the table each
+/// step's workers: a transpose. Made a tile of steps and a block of workers at a time, worker by
+/// worker, each worker's steps are read in memory order, and the block's cells fit in the cache
+/// until the visitor writes them out, a run of consecutive cells per column and step (cell by
+/// cell, each to a row of its own, the writes went to a different page of memory each time).
+fn each_block<'a>(job: &'a Job, steps: &[u64], range: Range<usize>, visitor: &mut impl BlockVisitor<'a>) {
     let Some((first, last)) = bounds(steps, range.clone()) else { return };
-    let width = job.workers.len();
     let mut stretches: Vec<&[WorkerStep]> = job.workers.iter().map(|w| stretch(w, first, last)).collect();
     for (tile_index, tile) in steps.get(range).unwrap_or_default().chunks(TILE).enumerate() {
-        for (w, (worker, rest)) in job.workers.iter().zip(stretches.iter_mut()).enumerate() {
-            for (t, step) in tile.iter().enumerate() {
-                while rest.first().is_some_and(|s| s.step < *step) {
+        let blocks = job.workers.chunks(BLOCK).zip(stretches.chunks_mut(BLOCK));
+        for (block_index, (workers, block_stretches)) in blocks.enumerate() {
+            let block = Block {
+                first_row: tile_index * TILE,
+                rows: tile.len(),
+                first_worker: block_index * BLOCK,
+                workers: workers.len(),
+            };
+            for (j, (worker, rest)) in workers.iter().zip(block_stretches.iter_mut()).enumerate() {
+                for (t, step) in tile.iter().enumerate() {
+                    while rest.first().is_some_and(|s| s.step < *step) {
+                        *rest = rest.get(1..).unwrap_or_default();
+                    }
+                    let Some(s) = rest.first().filter(|s| s.step == *step) else { continue };
                     *rest = rest.get(1..).unwrap_or_default();
-                }
-                let Some(s) = rest.first().filter(|s| s.step == *step) else { continue };
-                *rest = rest.get(1..).unwrap_or_default();
-                if !visit((tile_index * TILE + t) * width + w, worker, s) {
-                    return;
+                    if !visitor.cell(&block, t, j, worker, s) {
+                        return;
+                    }
                 }
             }
+            visitor.done(&block);
         }
     }
 }
 
-/// Steps whose cells are made together (see [`each_cell`]).
-const TILE: usize = 32;
+/// Steps whose cells are made together (see [`each_block`]): each worker's steps are read in
+/// runs this long. The memory's prefetching starts over at each run: in runs of 32 steps (7 KiB
+/// of the model), reading the cells took about 1.6 times as long at 4096 workers × 1000 steps.
+const TILE: usize = 128;
+
+/// Workers whose cells are made together (see [`each_block`]): a block's cells, with one
+/// micro-batch each, take about 800 KiB, which stay in a core's cache until they are written.
+const BLOCK: usize = 32;
 
 /// Where each cell's micro-batches go in its part's micro-batch columns, in cell order (the
 /// order the diagnosis reads them in): one after another, counted first.
 fn place_micro_batches(job: &Job, steps: &[u64], range: Range<usize>, cells: &mut CellColumns) {
+    /// Each cell's count, written where the next cell's start goes.
+    struct Counts<'c> {
+        bounds: &'c mut [u32],
+        width: usize,
+    }
+    impl BlockVisitor<'_> for Counts<'_> {
+        fn cell(&mut self, block: &Block, t: usize, j: usize, _: &Worker, s: &WorkerStep) -> bool {
+            let i = (block.first_row + t) * self.width + block.first_worker + j;
+            put(self.bounds, i + 1, u32::try_from(s.micro_batches.len()).unwrap_or(u32::MAX));
+            true
+        }
+        fn done(&mut self, _: &Block) {}
+    }
     cells.micro_batch_start.fill(0);
-    each_cell(job, steps, range, |i, _, s| {
-        put(&mut cells.micro_batch_start, i + 1, u32::try_from(s.micro_batches.len()).unwrap_or(u32::MAX));
-        true
-    });
+    each_block(job, steps, range, &mut Counts { bounds: &mut cells.micro_batch_start, width: job.workers.len() });
     counts_to_starts(&mut cells.micro_batch_start);
 }
 
@@ -810,25 +918,71 @@ struct Filled {
 /// their micro-batches where they were placed; stops, not `placed`, at the first cell with more
 /// or fewer micro-batches than its place (mostly within the first tile of steps).
 fn fill(job: &Job, steps: &[u64], range: Range<usize>, part: &mut Part) -> Filled {
-    let Part { cells, micro_batches, .. } = part;
-    let mut knowledge = SequenceKnowledge::default();
-    let mut placed = true;
-    each_cell(job, steps, range, |i, worker, s| {
-        knowledge = knowledge.max(s.sequences.knowledge);
-        let start = cells.micro_batch_start.get(i).copied().unwrap_or(0);
-        let end = cells.micro_batch_start.get(i + 1).copied().unwrap_or(start);
+    let mut staged = Staged {
+        part,
+        width: job.workers.len(),
+        cells: vec![CellEntry::default(); TILE * BLOCK],
+        micro_batches: vec![Vec::new(); TILE],
+        filled: Filled { knowledge: SequenceKnowledge::default(), placed: true },
+    };
+    each_block(job, steps, range, &mut staged);
+    staged.filled
+}
+
+/// A block's cells and micro-batches as [`fill`] reads them, each row's written out together.
+struct Staged<'p> {
+    part: &'p mut Part,
+    width: usize,
+    /// Row by row, [`BLOCK`] a row.
+    cells: Vec<CellEntry>,
+    /// Per row, its cells' micro-batches in worker order.
+    micro_batches: Vec<Vec<MicroBatchEntry>>,
+    filled: Filled,
+}
+
+impl Staged<'_> {
+    /// Where the cells of the block's row `t` start in the part's.
+    fn row_start(&self, block: &Block, t: usize) -> usize {
+        (block.first_row + t) * self.width + block.first_worker
+    }
+}
+
+impl<'a> BlockVisitor<'a> for Staged<'_> {
+    fn cell(&mut self, block: &Block, t: usize, j: usize, worker: &'a Worker, s: &'a WorkerStep) -> bool {
+        let i = self.row_start(block, t) + j;
+        let bounds = &self.part.cells.micro_batch_start;
+        let start = bounds.get(i).copied().unwrap_or(0);
+        let end = bounds.get(i + 1).copied().unwrap_or(start);
         let own = worker.micro_batches_of(s);
-        placed = own.len() == end.saturating_sub(start) as usize;
-        if !placed {
+        self.filled.placed = own.len() == end.saturating_sub(start) as usize;
+        if !self.filled.placed {
             return false;
         }
-        for (m, at) in own.iter().zip(start as usize..) {
-            micro_batches.set(at, m);
+        self.filled.knowledge = self.filled.knowledge.max(s.sequences.knowledge);
+        if let Some(row) = self.micro_batches.get_mut(t) {
+            row.extend(own.iter().map(MicroBatchEntry::of));
         }
-        cells.set(i, worker, s);
+        if let Some(cell) = self.cells.get_mut(t * BLOCK + j) {
+            *cell = CellEntry::of(worker, s);
+        }
         true
-    });
-    Filled { knowledge, placed }
+    }
+
+    /// Writes the block's rows out, and clears them for the next block: absent cells stay as
+    /// zeroed, with no micro-batches (their place), so each row's micro-batches are one run.
+    fn done(&mut self, block: &Block) {
+        for t in 0..block.rows {
+            let start = self.row_start(block, t);
+            let row = self.cells.get_mut(t * BLOCK..t * BLOCK + block.workers).unwrap_or_default();
+            self.part.cells.put_run(start, row);
+            row.fill(CellEntry::default());
+            let first = self.part.cells.micro_batch_start.get(start).copied().unwrap_or(0) as usize;
+            if let Some(micro_batches) = self.micro_batches.get_mut(t) {
+                self.part.micro_batches.put_run(first, micro_batches);
+                micro_batches.clear();
+            }
+        }
+    }
 }
 
 /// With only varlen bounds, a shard's attention cost is best known from its measured attention
@@ -969,7 +1123,8 @@ mod tests {
 
     #[test]
     fn tiles_of_steps_keep_every_cell_and_its_micro_batches_in_place() {
-        // More steps than a tile, with 0–2 micro-batches a step: each worker missing different
+        // More steps than a tile and more workers than a block (the last block not full), with
+        // 0–2 micro-batches a step: each worker missing different
         // steps; every worker with every step, as many micro-batches in each as in its first
         // (placed from the first steps alone); and the same, but not as many (placed from the
         // first steps, found wrong, then counted).
@@ -992,9 +1147,10 @@ mod tests {
     fn check_cells_and_micro_batches(case: &str, has: Has, count: Count) {
         use crate::model::MicroBatch;
         let steps = 3 * TILE as u64 + 5;
+        let workers = BLOCK as u64 + 3;
         let tag = |w: u64, s: u64| (w * 1000 + s) as i64;
         let job = Job {
-            workers: (0..3)
+            workers: (0..workers)
                 .map(|w| {
                     Worker { rank: w as u32, ..Worker::default() }.with_steps((0..steps).filter(|&s| has(w, s)).map(
                         |s| {
@@ -1009,12 +1165,12 @@ mod tests {
                 .collect(),
         };
         let f = build(&job);
-        let union: Vec<u64> = (0..steps).filter(|&s| (0..3).any(|w| has(w, s))).collect();
+        let union: Vec<u64> = (0..steps).filter(|&s| (0..workers).any(|w| has(w, s))).collect();
         assert!(union.len() > 2 * TILE, "{case}");
         assert_eq!(f.steps, union, "{case}");
         let mut in_order = Vec::new();
         for (si, &s) in union.iter().enumerate() {
-            for w in 0..3 {
+            for w in 0..workers {
                 let cell = f.cell(si, w as usize);
                 assert_eq!(cell.map(|c| c.duration), has(w, s).then(|| tag(w, s)), "{case}: step {s} worker {w}");
                 let forwards: Vec<i64> = cell.iter().flat_map(|c| f.micro_batches_of(c)).map(|m| m.forward).collect();
