@@ -968,8 +968,9 @@ impl<'a> BlockVisitor<'a> for Staged<'_> {
         true
     }
 
-    /// Writes the block's rows out, and clears them for the next block: absent cells stay as
-    /// zeroed, with no micro-batches (their place), so each row's micro-batches are one run.
+    /// Writes the block's rows out, and clears them for the next block. An absent cell is
+    /// written as [`CellColumns::zero`] leaves it, and has no micro-batches (its place has
+    /// none), so each row's micro-batches are one run.
     fn done(&mut self, block: &Block) {
         for t in 0..block.rows {
             let start = self.row_start(block, t);
@@ -1124,10 +1125,10 @@ mod tests {
     #[test]
     fn tiles_of_steps_keep_every_cell_and_its_micro_batches_in_place() {
         // More steps than a tile and more workers than a block (the last block not full), with
-        // 0–2 micro-batches a step: each worker missing different
-        // steps; every worker with every step, as many micro-batches in each as in its first
-        // (placed from the first steps alone); and the same, but not as many (placed from the
-        // first steps, found wrong, then counted).
+        // 0–2 micro-batches a step: each worker missing different steps; every worker with every
+        // step, as many micro-batches in each as in its first (placed from the first steps
+        // alone); and the same, but not as many (placed from the first steps, found wrong, then
+        // counted).
         // (case, whether worker w has step s, its micro-batches in it)
         let cases: [(&str, Has, Count); 3] = [
             ("gaps", |w, s| s % (w + 2) != 1, |_, s| s % 3),
