@@ -794,6 +794,13 @@ struct Block {
     workers: usize,
 }
 
+impl Block {
+    /// Where the block's cells of its row `t` start in the part's (`width` cells a row).
+    fn row_start(&self, t: usize, width: usize) -> usize {
+        (self.first_row + t) * width + self.first_worker
+    }
+}
+
 /// What is done with each cell of a part's blocks ([`each_block`]).
 trait BlockVisitor<'a> {
     /// Worker `j` of the block (counted from its first) has the step of the block's row `t`;
@@ -857,7 +864,7 @@ fn place_micro_batches(job: &Job, steps: &[u64], range: Range<usize>, cells: &mu
     }
     impl BlockVisitor<'_> for Counts<'_> {
         fn cell(&mut self, block: &Block, t: usize, j: usize, _: &Worker, s: &WorkerStep) -> bool {
-            let i = (block.first_row + t) * self.width + block.first_worker + j;
+            let i = block.row_start(t, self.width) + j;
             put(self.bounds, i + 1, u32::try_from(s.micro_batches.len()).unwrap_or(u32::MAX));
             true
         }
@@ -940,16 +947,9 @@ struct Staged<'p> {
     filled: Filled,
 }
 
-impl Staged<'_> {
-    /// Where the cells of the block's row `t` start in the part's.
-    fn row_start(&self, block: &Block, t: usize) -> usize {
-        (block.first_row + t) * self.width + block.first_worker
-    }
-}
-
 impl<'a> BlockVisitor<'a> for Staged<'_> {
     fn cell(&mut self, block: &Block, t: usize, j: usize, worker: &'a Worker, s: &'a WorkerStep) -> bool {
-        let i = self.row_start(block, t) + j;
+        let i = block.row_start(t, self.width) + j;
         let bounds = &self.part.cells.micro_batch_start;
         let start = bounds.get(i).copied().unwrap_or(0);
         let end = bounds.get(i + 1).copied().unwrap_or(start);
@@ -973,7 +973,7 @@ impl<'a> BlockVisitor<'a> for Staged<'_> {
     /// none), so each row's micro-batches are one run.
     fn done(&mut self, block: &Block) {
         for t in 0..block.rows {
-            let start = self.row_start(block, t);
+            let start = block.row_start(t, self.width);
             let row = self.cells.get_mut(t * BLOCK..t * BLOCK + block.workers).unwrap_or_default();
             self.part.cells.put_run(start, row);
             row.fill(CellEntry::default());
