@@ -846,8 +846,9 @@ fn each_block<'a>(job: &'a Job, steps: &[u64], range: Range<usize>, visitor: &mu
 }
 
 /// Steps whose cells are made together (see [`each_block`]): each worker's steps are read in
-/// runs this long. The memory's prefetching starts over at each run: in runs of 32 steps (7 KiB
-/// of the model), reading the cells took about 1.6 times as long at 4096 workers × 1000 steps.
+/// runs this long. The memory's prefetching starts over at each run, and runs of 32 steps (7 KiB
+/// of the model) made reading the cells markedly slower at 4096 workers × 1000 steps (the
+/// figures, from timers not kept, are in the notes on #5).
 const TILE: usize = 128;
 
 /// Workers whose cells are made together (see [`each_block`]): a block's cells, with one
