@@ -1,6 +1,7 @@
 //! Partitioning documents into bins (ranks × micro-batches) by cost: the batching policies the
 //! simulator offers and the rebalancing the what-if analysis proposes.
 
+use std::cell::OnceCell;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -36,67 +37,131 @@ impl Method {
 /// Assigns each item (by its cost) to one of `bins` bins; returns the bin of each item.
 /// Deterministic: ties break by item index.
 pub fn partition(costs: &[f64], bins: usize, method: Method) -> Vec<usize> {
-    let bins = bins.max(1);
-    match method {
-        Method::RoundRobin => (0..costs.len()).map(|i| i % bins).collect(),
-        Method::Sorted => sorted(costs, bins),
-        Method::Lpt => lpt(costs, bins),
-        Method::KarmarkarKarp => karmarkar_karp(costs, bins),
-    }
+    Items::new(costs).partition(bins, method)
 }
 
-/// Indices ordered by cost, largest first (index breaks ties).
-fn by_cost_desc(costs: &[f64]) -> Vec<usize> {
-    // Largest first is the smallest complemented key.
-    indices_by_key(costs.iter().map(|&c| !order_key(c)))
+/// Items to deal several ways: their costs, and the order sorted dealing and LPT take them in,
+/// sorted once for all the ways that need it (the what-if deals each step's documents by
+/// several methods).
+pub struct Items<'a> {
+    costs: &'a [f64],
+    largest_first: OnceCell<Vec<usize>>,
+}
+
+impl<'a> Items<'a> {
+    pub fn new(costs: &'a [f64]) -> Self {
+        Items { costs, largest_first: OnceCell::new() }
+    }
+
+    /// [`partition`] of these items.
+    pub fn partition(&self, bins: usize, method: Method) -> Vec<usize> {
+        let bins = bins.max(1);
+        match method {
+            Method::RoundRobin => (0..self.costs.len()).map(|i| i % bins).collect(),
+            Method::Sorted => self.sorted(bins),
+            Method::Lpt => self.lpt(bins),
+            Method::KarmarkarKarp if !karmarkar_karp_is_tractable(self.costs.len(), bins) => self.lpt(bins),
+            Method::KarmarkarKarp => karmarkar_karp(self.costs, bins),
+        }
+    }
+
+    /// Indices ordered by cost, largest first (index breaks ties).
+    fn largest_first(&self) -> &[usize] {
+        // Largest first is the smallest complemented key.
+        self.largest_first.get_or_init(|| indices_by_key(self.costs.iter().map(|&c| !order_key(c))))
+    }
+
+    fn sorted(&self, bins: usize) -> Vec<usize> {
+        let order = self.largest_first();
+        let per_bin = order.len().div_ceil(bins).max(1);
+        let mut out = vec![0; self.costs.len()];
+        for (rank, &i) in order.iter().enumerate() {
+            if let Some(slot) = out.get_mut(i) {
+                *slot = (rank / per_bin).min(bins - 1);
+            }
+        }
+        out
+    }
+
+    fn lpt(&self, bins: usize) -> Vec<usize> {
+        let mut bins = LeastLoaded::new(bins);
+        let mut out = vec![0; self.costs.len()];
+        for &i in self.largest_first() {
+            let least = bins.least();
+            if let Some(slot) = out.get_mut(i) {
+                *slot = least;
+            }
+            bins.add(least, cost_of(self.costs, i));
+        }
+        out
+    }
 }
 
 fn cost_of(costs: &[f64], i: usize) -> f64 {
     costs.get(i).copied().unwrap_or(0.0)
 }
 
-fn sorted(costs: &[f64], bins: usize) -> Vec<usize> {
-    let order = by_cost_desc(costs);
-    let per_bin = order.len().div_ceil(bins).max(1);
-    let mut out = vec![0; costs.len()];
-    for (rank, &i) in order.iter().enumerate() {
-        if let Some(slot) = out.get_mut(i) {
-            *slot = (rank / per_bin).min(bins - 1);
+/// The least-loaded of some bins (the lowest index among equals), as a winner tree: each
+/// inner node holds the least of the bins below it, as one integer that orders by load, then
+/// index. A bin's new load is settled on its way up to the root, one comparison with the
+/// sibling a level, which compiles to conditional moves. (A binary heap's sift branches on
+/// every comparison and mispredicts about half of them; LPT takes the least-loaded bin for
+/// every document of every step the what-if re-deals.)
+struct LeastLoaded {
+    loads: Vec<f64>,
+    /// Nodes `1..2 × leaves`: leaf `leaves + b` is bin `b` (the leaves past the last bin, up to
+    /// a power of two, lose to every bin); node `n`'s children are `2n` and `2n + 1`.
+    nodes: Vec<u128>,
+    leaves: usize,
+}
+
+impl LeastLoaded {
+    fn new(bins: usize) -> Self {
+        let leaves = bins.max(1).next_power_of_two();
+        let mut nodes = vec![u128::MAX; 2 * leaves];
+        for (leaf, bin) in nodes.iter_mut().skip(leaves).zip(0..bins) {
+            *leaf = Self::entry(0.0, bin);
         }
-    }
-    out
-}
-
-/// A bin's load in a min-heap (smallest load first, then lowest index).
-#[derive(PartialEq)]
-struct Load(f64, usize);
-
-impl Eq for Load {}
-impl PartialOrd for Load {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Load {
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.0.total_cmp(&self.0).then(other.1.cmp(&self.1))
-    }
-}
-
-fn lpt(costs: &[f64], bins: usize) -> Vec<usize> {
-    let mut heap: BinaryHeap<Load> = (0..bins).map(|b| Load(0.0, b)).collect();
-    let mut out = vec![0; costs.len()];
-    for i in by_cost_desc(costs) {
-        // The least-loaded bin takes the item, in place: one sift instead of a pop and a push
-        // (no two bins compare equal, so the bins are taken in the same order).
-        if let Some(mut least) = heap.peek_mut() {
-            if let Some(slot) = out.get_mut(i) {
-                *slot = least.1;
+        for node in (1..leaves).rev() {
+            let least = Self::least_child(&nodes, node);
+            if let Some(n) = nodes.get_mut(node) {
+                *n = least;
             }
-            least.0 += cost_of(costs, i);
+        }
+        LeastLoaded { loads: vec![0.0; bins], nodes, leaves }
+    }
+
+    /// A bin as the tree compares it: its load in `total_cmp`'s order, then its index.
+    fn entry(load: f64, bin: usize) -> u128 {
+        u128::from(order_key(load)) << 64 | bin as u128
+    }
+
+    fn least_child(nodes: &[u128], node: usize) -> u128 {
+        let child = |n: usize| nodes.get(n).copied().unwrap_or(u128::MAX);
+        child(2 * node).min(child(2 * node + 1))
+    }
+
+    fn least(&self) -> usize {
+        // With one bin, node 1 is its leaf.
+        self.nodes.get(1).map_or(0, |&n| n as u64 as usize)
+    }
+
+    fn add(&mut self, bin: usize, cost: f64) {
+        let Some(load) = self.loads.get_mut(bin) else { return };
+        *load += cost;
+        let mut node = self.leaves + bin;
+        let mut least = Self::entry(*load, bin);
+        while node > 1 {
+            if let Some(n) = self.nodes.get_mut(node) {
+                *n = least;
+            }
+            least = least.min(self.nodes.get(node ^ 1).copied().unwrap_or(u128::MAX));
+            node /= 2;
+        }
+        if let Some(root) = self.nodes.get_mut(1) {
+            *root = least;
         }
     }
-    out
 }
 
 /// Karmarkar–Karp's work grows with items × bins. Beyond this many, [`partition`] deals by LPT
@@ -153,11 +218,9 @@ impl Ord for Partial {
 
 /// Multi-way largest differencing: start with each item alone in a k-way partial partition;
 /// repeatedly merge the two partials with the largest spread, pairing the heaviest subset of
-/// one with the lightest of the other.
+/// one with the lightest of the other. Only where [`karmarkar_karp_is_tractable`]: beyond,
+/// [`Items::partition`] deals by LPT.
 fn karmarkar_karp(costs: &[f64], bins: usize) -> Vec<usize> {
-    if !karmarkar_karp_is_tractable(costs.len(), bins) {
-        return lpt(costs, bins);
-    }
     let mut next: Vec<usize> = (0..costs.len()).collect();
     let mut heap: BinaryHeap<Partial> = (0..costs.len())
         .map(|i| Partial::new(vec![Subset { sum: cost_of(costs, i), head: i, tail: i }], bins, i))
@@ -294,13 +357,61 @@ mod tests {
         assert_eq!(partition(&costs, 4096, Method::KarmarkarKarp), partition(&costs, 4096, Method::Lpt));
     }
 
+    /// LPT as defined: items largest first (lowest index among equals), each to the bin of
+    /// least load (lowest index among equals), found by scanning every bin.
+    fn lpt_by_scan(costs: &[f64], bins: usize) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..costs.len()).collect();
+        order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]).then(a.cmp(&b)));
+        let mut loads = vec![0.0f64; bins];
+        let mut out = vec![0; costs.len()];
+        for i in order {
+            let least = (0..bins).min_by(|&a, &b| loads[a].total_cmp(&loads[b]).then(a.cmp(&b))).unwrap();
+            out[i] = least;
+            loads[least] += costs[i];
+        }
+        out
+    }
+
+    #[test]
+    fn lpt_takes_the_least_loaded_bin_lowest_first_among_equals() {
+        // Ties everywhere (equal costs, equal loads), bin counts around powers of two, one bin,
+        // more bins than items, and costs of every sign and size.
+        let mut x = 7u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for bins in [1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 33, 100] {
+            for items in [0, 1, 5, 40, 300] {
+                let costs: Vec<f64> = (0..items)
+                    .map(|_| match next() % 4 {
+                        0 => 5.0,
+                        1 => (next() % 10) as f64,
+                        2 => (next() % 1_000_000) as f64 * 1e3,
+                        _ => -((next() % 3) as f64),
+                    })
+                    .collect();
+                assert_eq!(
+                    partition(&costs, bins, Method::Lpt),
+                    lpt_by_scan(&costs, bins),
+                    "{bins} bins, {items} items"
+                );
+            }
+        }
+    }
+
     #[test]
     fn every_item_gets_a_valid_bin() {
         let costs: Vec<f64> = (0..37).map(|i| f64::from(i % 5)).collect();
-        for m in [Method::RoundRobin, Method::Sorted, Method::Lpt, Method::KarmarkarKarp] {
-            let a = partition(&costs, 6, m);
+        // Dealt several ways from one `Items` (its order sorted once), each way as alone.
+        let items = Items::new(&costs);
+        for m in [Method::RoundRobin, Method::Sorted, Method::Lpt, Method::KarmarkarKarp, Method::Sorted] {
+            let a = items.partition(6, m);
             assert_eq!(a.len(), 37);
             assert!(a.iter().all(|&b| b < 6), "{m:?}");
+            assert_eq!(a, partition(&costs, 6, m), "{m:?}");
         }
     }
 }

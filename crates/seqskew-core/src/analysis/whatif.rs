@@ -10,7 +10,7 @@ use super::signals::{LengthSums, features_of};
 use super::slots::{StepSlots, Steps};
 use std::collections::BTreeSet;
 
-use crate::balance::{Method, karmarkar_karp_is_tractable, members, partition};
+use crate::balance::{Items, Method, karmarkar_karp_is_tractable, members, partition};
 use crate::model::Job;
 
 /// One method's prediction over the analysed steps.
@@ -196,6 +196,9 @@ fn step_what_ifs(
         return None;
     }
     let costs: Vec<f64> = docs.iter().map(|&l| doc_cost(l)).collect();
+    let tokens: Vec<f64> = docs.iter().map(|&l| f64::from(l)).collect();
+    // Each key's order sorted once for all the methods that deal by it.
+    let (cost_items, token_items) = (Items::new(&costs), Items::new(&tokens));
     let bin_cost = |bin: &[u32]| fit.predict(&features_of(bin)).max(1.0);
     let current = PerRank::of(replicas.iter().map(|r| r.iter().map(|b| bin_cost(b))));
     let methods = METHODS
@@ -206,9 +209,8 @@ fn step_what_ifs(
                 None => &current,
                 Some(Method::KarmarkarKarp) if !karmarkar_karp_is_tractable(docs.len(), dp_size) => return None,
                 Some(m) => {
-                    let key: Vec<f64> =
-                        if *by_tokens { docs.iter().map(|&l| f64::from(l)).collect() } else { costs.clone() };
-                    let ranks = partition(&key, dp_size, *m);
+                    let (key, items) = if *by_tokens { (&tokens, &token_items) } else { (&costs, &cost_items) };
+                    let ranks = items.partition(dp_size, *m);
                     dealt = if micro_batches == 1 {
                         one_bin_each(&docs, &ranks, dp_size, fit)
                     } else {
