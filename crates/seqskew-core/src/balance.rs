@@ -84,14 +84,14 @@ impl<'a> Items<'a> {
     }
 
     fn lpt(&self, bins: usize) -> Vec<usize> {
-        let mut bins = LeastLoaded::new(bins);
+        let mut loads = LeastLoaded::new(bins);
         let mut out = vec![0; self.costs.len()];
         for &i in self.largest_first() {
-            let least = bins.least();
+            let least = loads.least();
             if let Some(slot) = out.get_mut(i) {
                 *slot = least;
             }
-            bins.add(least, cost_of(self.costs, i));
+            loads.add(least, cost_of(self.costs, i));
         }
         out
     }
