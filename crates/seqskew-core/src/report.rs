@@ -304,6 +304,9 @@ impl Report {
         let v = &self.verdict;
         let _ = writeln!(o, "## seqskew: {}\n", cause_title(&v.primary));
         let _ = writeln!(o, "**{}** (confidence: {})\n", v.headline, v.confidence);
+        if let Some(more) = &v.to_confirm {
+            let _ = writeln!(o, "{more}\n");
+        }
         for point in self.summary_points(str::to_owned, |t| format!("**{t}**")) {
             let _ = writeln!(o, "- {point}");
         }
@@ -422,6 +425,29 @@ mod tests {
         assert_eq!(lines.len(), LISTED_PROBLEMS + 1);
         assert_eq!(lines.last().map(String::as_str), Some("… and 5 more (`seqskew inspect` lists every one)"));
         assert!(report.to_html().contains("<li>warning: c.json: event 0 &lt;skipped&gt;</li>"));
+    }
+
+    /// What would make the verdict firmer is said under the headline, wherever the report goes.
+    #[test]
+    fn markdown_and_html_say_what_would_confirm_the_verdict() {
+        let mut report = Report::default();
+        report.verdict.headline = "No significant straggling.".into();
+        assert!(!report.to_html().contains("to-confirm"));
+        let plain = report.to_markdown();
+        report.verdict.to_confirm = Some("Name each pass <Forward N> & <Backward N>.".into());
+        let md = report.to_markdown();
+        assert!(
+            md.contains(
+                "**No significant straggling.** (confidence: )\n\nName each pass <Forward N> & <Backward N>.\n\n- "
+            ),
+            "{md}"
+        );
+        assert_eq!(md.replace("Name each pass <Forward N> & <Backward N>.\n\n", ""), plain);
+        let html = report.to_html();
+        assert!(
+            html.contains("(confidence: )</p>\n<p class=\"to-confirm\">Name each pass &lt;Forward N&gt; &amp; &lt;Backward N&gt;.</p>\n<ul>"),
+            "{html}"
+        );
     }
 
     #[test]

@@ -46,6 +46,9 @@ impl Report {
             escape(&v.headline),
             escape(&v.confidence)
         );
+        if let Some(more) = &v.to_confirm {
+            let _ = writeln!(o, "<p class=\"to-confirm\">{}</p>", escape(more));
+        }
         let _ = writeln!(o, "<ul>");
         for point in self.summary_points(escape, |t| format!("<strong>{t}</strong>")) {
             let _ = writeln!(o, "<li>{point}</li>");

@@ -649,6 +649,11 @@ impl Frame {
         self.micro_batch_run(cell.micro_batches).iter()
     }
 
+    /// Whether any cell has micro-batches (the input named them).
+    pub fn has_micro_batches(&self) -> bool {
+        self.parts.iter().any(|p| !p.micro_batches.forward.is_empty())
+    }
+
     /// The micro-batches in a range, column by column.
     pub fn micro_batch_run(&self, range: MicroBatchRange) -> MicroBatchRun<'_> {
         let MicroBatchRange { part, start, end } = range;

@@ -107,6 +107,7 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
     let total: f64 = deltas.iter().sum();
     let shares = deltas.map(|d| if total > 0.0 { d / total } else { 0.0 });
     let slowdown = if attribution.ideal > 0.0 { attribution.actual / attribution.ideal } else { 1.0 };
+    let replay_fidelity = if attribution.measured > 0.0 { attribution.actual / attribution.measured } else { 1.0 };
 
     let lengths_known = frame.knowledge > SequenceKnowledge::Unknown;
     let peers_missing = peers_missing(job);
@@ -177,6 +178,7 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
         fit: ws_fit.as_ref().or(mb_fit.as_ref()),
         whatifs: &whatifs,
         peers_missing: peers_missing.as_deref(),
+        unseen_micro_batches: (frame.stages > 1 && !frame.has_micro_batches()).then_some(replay_fidelity),
     };
     let verdict = verdict::decide(&facts);
     let fix = verdict::fix(&verdict, &facts);
@@ -245,10 +247,7 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
             factor: round(slowdown, 4),
             time_lost_s: round((actual_step - ideal_step).max(0.0) * n_steps, 4),
             by_cause,
-            replay_fidelity: round(
-                if attribution.measured > 0.0 { attribution.actual / attribution.measured } else { 1.0 },
-                4,
-            ),
+            replay_fidelity: round(replay_fidelity, 4),
         },
         signals: signals.clone(),
         cost_model: cost,

@@ -33,6 +33,9 @@ pub struct Facts<'a> {
     /// Why time in collectives cannot be split into transfer and waiting, when it cannot
     /// ([`super::peers_missing`]).
     pub peers_missing: Option<&'a str>,
+    /// When the job is a pipeline whose traces name no micro-batches (so each stage is replayed
+    /// as one pass a step): the share of the measured step the replay reproduces.
+    pub unseen_micro_batches: Option<f64>,
 }
 
 /// Signal `id`, where it applies and passed.
@@ -86,7 +89,34 @@ fn recommended(f: &Facts<'_>) -> (&'static str, Option<f64>) {
     (method, saving)
 }
 
+/// The verdict, and what it cannot see: a pipeline replayed one pass per stage and step cannot
+/// tell whether its micro-batches were even, which is where sequence-length imbalance shows in
+/// a pipeline. "Balanced" then says only that nothing else was found, so it is not held with
+/// confidence; every verdict says how to make the micro-batches seen.
 pub fn decide(f: &Facts<'_>) -> Verdict {
+    let mut verdict = decide_by_evidence(f);
+    if let Some(reproduced) = f.unseen_micro_batches {
+        if verdict.primary == "balanced" {
+            verdict.confidence = "low".into();
+        }
+        let advice = name_the_micro_batches(reproduced);
+        verdict.to_confirm = Some(match verdict.to_confirm.take() {
+            Some(first) => format!("{first} {advice}"),
+            None => advice,
+        });
+    }
+    verdict
+}
+
+/// What would show a pipeline's micro-batches, whose traces name none.
+fn name_the_micro_batches(reproduced: f64) -> String {
+    format!(
+        "The traces name no micro-batches, so each pipeline stage is replayed as one pass a step (the replay reproduces {:.0}% of the measured step), and uneven micro-batches inside the pipeline, which is how sequence-length imbalance shows there, cannot be seen. To see them, name each pass: record_function(\"Forward N\") and record_function(\"Backward N\") around each micro-batch's forward and backward, as torch.distributed.pipelining does, or write a step log with a row per micro-batch (docs/formats.md).",
+        reproduced * 100.0
+    )
+}
+
+fn decide_by_evidence(f: &Facts<'_>) -> Verdict {
     let s = f.slowdown;
     let evidence: Vec<Signal> = f.signals.to_vec();
     if s < STRAGGLING {
@@ -360,6 +390,48 @@ def balance(lengths, n_bins):
 mod tests {
     use super::*;
 
+    /// A pipeline whose traces name no micro-batches is replayed one pass per stage: "balanced"
+    /// is then only what that replay can see, held with low confidence, and every verdict says
+    /// how to make the micro-batches seen, after what it already asked for.
+    #[test]
+    fn a_pipeline_without_micro_batches_says_what_it_cannot_see() {
+        let whatifs = WhatIfs::default();
+        let facts = |slowdown: f64, shares: [f64; 5], unseen: Option<f64>| Facts {
+            slowdown,
+            shares,
+            signals: &[],
+            lengths_known: false,
+            stages: 8,
+            top_initiator: None,
+            distinct_initiators: 8,
+            slowest_worker: None,
+            heaviest_stage: None,
+            fit: None,
+            whatifs: &whatifs,
+            peers_missing: None,
+            unseen_micro_batches: unseen,
+        };
+        let transfers = [0.0, 0.0, 0.0, 0.0, 1.0];
+        let seen = decide(&facts(1.03, transfers, None));
+        assert_eq!((seen.primary.as_str(), seen.confidence.as_str(), seen.to_confirm), ("balanced", "high", None));
+        let unseen = decide(&facts(1.03, transfers, Some(0.61)));
+        assert_eq!((unseen.primary.as_str(), unseen.confidence.as_str()), ("balanced", "low"));
+        let advice = unseen.to_confirm.unwrap_or_default();
+        assert!(advice.contains("(the replay reproduces 61% of the measured step)"), "{advice}");
+        assert!(advice.contains("record_function(\"Forward N\")"), "{advice}");
+        // A straggling pipeline keeps its verdict and confidence, with the same advice.
+        let (straggling, as_seen) = (decide(&facts(1.5, transfers, Some(0.61))), decide(&facts(1.5, transfers, None)));
+        assert_eq!((&straggling.primary, &straggling.confidence), (&as_seen.primary, &as_seen.confidence));
+        assert_eq!((as_seen.primary.as_str(), as_seen.to_confirm), ("communication", None));
+        assert_eq!(straggling.to_confirm.as_ref(), Some(&advice));
+        // Compute that varies without lengths asks for them first.
+        let residual = [0.0, 0.0, 1.0, 0.0, 0.0];
+        let (inconclusive, as_seen) = (decide(&facts(1.5, residual, Some(0.61))), decide(&facts(1.5, residual, None)));
+        let asked = as_seen.to_confirm.unwrap_or_default();
+        assert!(asked.starts_with("Record sequence lengths to confirm"), "{asked}");
+        assert_eq!(inconclusive.to_confirm, Some(format!("{asked} {advice}")));
+    }
+
     #[test]
     fn a_slow_worker_that_idles_is_sent_to_its_host() {
         // Rank 1 leads 90% of steps and takes 1.4× as long as its peers; the host-stall signal
@@ -388,6 +460,7 @@ mod tests {
                 fit: None,
                 whatifs: &whatifs,
                 peers_missing: None,
+                unseen_micro_batches: None,
             };
             let verdict = decide(&facts);
             let fix = fix(&verdict, &facts);
