@@ -29,6 +29,9 @@ struct CheckOutput<'a> {
     max_slowdown: f64,
     primary: &'a str,
     headline: &'a str,
+    /// What would make the verdict firmer (the report's `verdict.to_confirm`), when anything
+    /// would: e.g. a pipeline whose micro-batches the traces do not name, which S cannot see.
+    to_confirm: Option<&'a str>,
 }
 
 /// Gates CI: 0 when the slowdown is within the bound, 1 when the job straggles beyond it,
@@ -50,11 +53,15 @@ pub fn check(paths: &[PathBuf], max_slowdown: f64, json: bool) -> Result<ExitCod
             max_slowdown,
             primary: &r.verdict.primary,
             headline: &r.verdict.headline,
+            to_confirm: r.verdict.to_confirm.as_deref(),
         };
         println!("{}", serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?);
     } else {
         let word = if ok { "ok" } else { "STRAGGLING" };
         println!("{word}: S = {:.2} (bound {max_slowdown:.2}); {}", r.slowdown.factor, r.verdict.headline);
+        if let Some(more) = &r.verdict.to_confirm {
+            println!("note: {more}");
+        }
     }
     Ok(ExitCode::from(if ok { OK } else { STRAGGLING }))
 }

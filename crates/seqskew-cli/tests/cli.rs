@@ -74,6 +74,7 @@ fn check_exit_codes_tell_straggling_from_ok_from_unusable_input() {
 
     let out = seqskew(&["check", path_arg(&balanced)]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(stdout(&out).lines().count(), 1, "nothing to confirm: {}", stdout(&out));
 
     let out = seqskew(&["check", "--json", path_arg(&imbalanced)]);
     assert_eq!(out.status.code(), Some(1));
@@ -82,6 +83,19 @@ fn check_exit_codes_tell_straggling_from_ok_from_unusable_input() {
     assert_eq!((check["ok"].as_bool(), check["max_slowdown"].as_f64()), (Some(false), Some(1.1)));
     assert_eq!(check["primary"], "sequence_length_imbalance");
     assert!(check["slowdown"].as_f64().is_some_and(|s| s > 1.1), "{check}");
+    assert!(check["to_confirm"].is_null(), "{check}");
+
+    // A pipeline whose traces name no micro-batches (as Megatron-LM's do not) cannot show uneven
+    // micro-batches: the gate says so under its line, and in its JSON.
+    let pipeline = synth(&dir, "stage-imbalance", "kineto").join("kineto");
+    let out = seqskew(&["check", path_arg(&pipeline)]);
+    let printed = stdout(&out);
+    let said: Vec<&str> = printed.lines().collect();
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(said.first().is_some_and(|l| l.starts_with("STRAGGLING: S = ")), "{said:?}");
+    assert!(said.get(1).is_some_and(|l| l.starts_with("note: The traces name no micro-batches")), "{said:?}");
+    let check = json(&seqskew(&["check", "--json", path_arg(&pipeline)]));
+    assert!(check["to_confirm"].as_str().is_some_and(|t| t.contains("record_function(\"Forward N\")")), "{check}");
 
     // Unusable input: 2, with the file and what is wrong on standard error.
     let out = seqskew(&["check", path_arg(&empty)]);
