@@ -16,6 +16,9 @@ pub struct Side {
     pub ideal_step_s: f64,
     pub workers: usize,
     pub steps: usize,
+    /// What would make this run's verdict firmer (its report's `verdict.to_confirm`).
+    #[serde(default)]
+    pub to_confirm: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -55,6 +58,7 @@ fn side(r: &Report) -> Side {
         ideal_step_s: r.slowdown.ideal_step_s,
         workers: r.job.workers,
         steps: r.job.steps,
+        to_confirm: r.verdict.to_confirm.clone(),
     }
 }
 
@@ -140,6 +144,10 @@ impl Comparison {
         use std::fmt::Write;
         let mut o = String::new();
         let _ = writeln!(o, "## seqskew compare\n\n**{}**\n", self.headline);
+        // What the run after the fix cannot show qualifies whether the fix held.
+        if let Some(more) = &self.after.to_confirm {
+            let _ = writeln!(o, "After: {more}\n");
+        }
         let _ = writeln!(o, "| | before | after |\n|---|---|---|");
         let _ = writeln!(o, "| verdict | {} | {} |", self.before.primary, self.after.primary);
         let _ = writeln!(o, "| step time | {:.3} s | {:.3} s |", self.before.step_s, self.after.step_s);
@@ -199,5 +207,21 @@ mod tests {
         assert!(c.fixed && c.signals[0].gone && (c.speedup - 1.3333).abs() < 1e-3, "{c:?}");
         let c = compare(&before, &report("sequence_length_imbalance", 1.3, 0.95, true), 1.10);
         assert!(!c.fixed && !c.signals[0].gone && c.headline.starts_with("Not fixed"), "{c:?}");
+    }
+
+    /// What the run after the fix cannot show (say, a pipeline's unnamed micro-batches) is said
+    /// under the headline, since it qualifies whether the fix held.
+    #[test]
+    fn what_the_after_run_cannot_show_is_said() {
+        let before = report("sequence_length_imbalance", 1.4, 1.0, true);
+        let mut after = report("balanced", 1.03, 0.75, false);
+        let plain = compare(&before, &after, 1.10).to_markdown();
+        assert!(!plain.contains("After:"), "{plain}");
+        after.verdict.to_confirm = Some("Name the passes.".into());
+        let c = compare(&before, &after, 1.10);
+        assert_eq!(c.after.to_confirm.as_deref(), Some("Name the passes."));
+        let md = c.to_markdown();
+        assert!(md.starts_with("## seqskew compare\n\n**Fixed: "), "{md}");
+        assert!(md.contains("**\n\nAfter: Name the passes.\n\n| | before | after |"), "{md}");
     }
 }

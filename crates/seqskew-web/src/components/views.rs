@@ -82,6 +82,9 @@ fn compare_view(
     html! {
         <div class={classes!("compare", c.fixed.then_some("fixed"))} id="compare" data-fixed={c.fixed.to_string()}>
             <p class="headline">{&c.headline}</p>
+            if let Some(more) = &c.after.to_confirm {
+                <p class="to-confirm">{format!("After: {more}")}</p>
+            }
             <table>
                 <thead><tr><th scope="col"></th><th scope="col">{"Before"}</th><th scope="col">{"After"}</th></tr></thead>
                 <tbody>
