@@ -45,16 +45,23 @@ fn pipelines_whose_passes_are_annotated_are_replayed_pass_by_pass() {
     }
 }
 
-/// As Megatron-style traces, which name no micro-batches, the same pipeline jobs are replayed one
-/// pass per stage, which cannot see uneven micro-batches: none of them is called balanced with
-/// more than low confidence (two of the misses above are such verdicts).
+/// As Megatron-style traces, which name no micro-batches, pipelines are replayed one pass per
+/// stage, which cannot see uneven micro-batches: none is called balanced with more than low
+/// confidence, whether it is balanced (the corpus's balanced pipelines, written as Kineto
+/// traces) or not (two of the misses above).
 #[test]
 fn pipelines_whose_passes_are_not_named_are_never_confidently_balanced() {
-    let pipelines: Vec<_> =
-        corpus(540, 1).into_iter().filter(|c| c.format == FileFormat::Kineto && c.config.pp > 1).collect();
-    let outcomes: Vec<_> = pipelines.iter().map(run_case).collect();
+    let small_pipelines = corpus(540, 1).into_iter().filter(|c| c.config.pp > 1 && c.config.workers() <= 16);
+    let cases: Vec<_> = small_pipelines
+        .filter(|c| c.format == FileFormat::Kineto || c.scenario == "balanced")
+        .map(|mut c| {
+            c.format = FileFormat::Kineto;
+            c
+        })
+        .collect();
+    let outcomes: Vec<_> = cases.iter().map(run_case).collect();
     let balanced: Vec<_> = outcomes.iter().filter(|o| o.predicted == "balanced").collect();
-    assert!(balanced.iter().any(|o| o.truth != "balanced"), "the slice no longer holds a missed imbalance");
+    assert!(balanced.iter().any(|o| o.truth == "balanced"), "no balanced pipeline among {} cases", cases.len());
     for o in balanced {
         assert_eq!(o.confidence, "low", "case {} {}: balanced with {} confidence", o.id, o.scenario, o.confidence);
     }
