@@ -131,7 +131,7 @@ fn one_rank_of_eight_is_not_enough_to_blame_communication() {
 }
 
 /// Ranks 0 and 1 of a 128-rank job (HTA's sampled traces): they barely straggle, and the
-/// report says which ranks it lacks.
+/// report says which ranks it lacks, and that "balanced" covers only the two.
 #[test]
 fn two_sampled_ranks_of_128_say_which_are_missing() {
     let files = ["hta_trace_filter/sampled_rank-0.json.gz", "hta_trace_filter/sampled_rank-1.json.gz"];
@@ -139,6 +139,10 @@ fn two_sampled_ranks_of_128_say_which_are_missing() {
     let summaries: Vec<_> = imports.iter().map(|i| i.summary()).collect();
     let report = report_alone(&assemble(&imports), &summaries);
     assert_eq!((report.verdict.primary.as_str(), report.job.world_size), ("balanced", Some(128)));
+    // Balanced among two ranks of 128 only: not for sure, and the report says what would tell.
+    assert_eq!(report.verdict.confidence, "low");
+    let asked = report.verdict.to_confirm.as_deref().unwrap_or_default();
+    assert!(asked.contains("(only 2 of the job's 128 ranks are loaded)"), "{asked}");
     let messages: Vec<&str> = report.job.diagnostics.iter().map(|d| d.message.as_str()).collect();
     assert!(
         messages.iter().any(|m| m.contains("a job of 128 ranks, and only ranks 0-1 are here: ranks 2-127 are missing")),

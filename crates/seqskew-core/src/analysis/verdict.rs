@@ -36,6 +36,9 @@ pub struct Facts<'a> {
     /// When the job is a pipeline whose traces name no micro-batches (so each stage is replayed
     /// as one pass a step): the share of the measured step the replay reproduces.
     pub unseen_micro_batches: Option<f64>,
+    /// The traces say the job had more ranks than were loaded (`world_size`): one of those may
+    /// be the rank the loaded ones wait for.
+    pub ranks_not_loaded: bool,
 }
 
 /// Signal `id`, where it applies and passed.
@@ -89,12 +92,20 @@ fn recommended(f: &Facts<'_>) -> (&'static str, Option<f64>) {
     (method, saving)
 }
 
-/// The verdict, and what it cannot see: a pipeline replayed one pass per stage and step cannot
-/// tell whether its micro-batches were even, which is where sequence-length imbalance shows in
-/// a pipeline. "Balanced" then says only that nothing else was found, so it is not held with
-/// confidence; every verdict says how to make the micro-batches seen.
+/// The verdict, and what it cannot see. Ranks that are not loaded may be the ones the others
+/// wait for (a rank persistently slow makes the others wait alike in every step, which looks like
+/// ordinary time in collectives); and a pipeline replayed one pass per stage and step cannot tell
+/// whether its micro-batches were even, which is where sequence-length imbalance shows in a
+/// pipeline. "Balanced" then says only that nothing was found among what was seen, so it is not
+/// held with confidence; every verdict on such a pipeline says how to make its micro-batches seen.
 pub fn decide(f: &Facts<'_>) -> Verdict {
     let mut verdict = decide_by_evidence(f);
+    if let (true, Some(why)) = (f.ranks_not_loaded && verdict.primary == "balanced", f.peers_missing) {
+        verdict.confidence = "low".into();
+        verdict.to_confirm = Some(format!(
+            "Straggling was looked for among the loaded ranks alone ({why}): a rank that is not here may be the one the others wait for. Analyse every rank's trace together."
+        ));
+    }
     if let Some(reproduced) = f.unseen_micro_batches {
         if verdict.primary == "balanced" {
             verdict.confidence = "low".into();
@@ -410,6 +421,7 @@ mod tests {
             whatifs: &whatifs,
             peers_missing: None,
             unseen_micro_batches: unseen,
+            ranks_not_loaded: false,
         };
         let transfers = [0.0, 0.0, 0.0, 0.0, 1.0];
         let seen = decide(&facts(1.03, transfers, None));
@@ -430,6 +442,37 @@ mod tests {
         let asked = as_seen.to_confirm.unwrap_or_default();
         assert!(asked.starts_with("Record sequence lengths to confirm"), "{asked}");
         assert_eq!(inconclusive.to_confirm, Some(format!("{asked} {advice}")));
+    }
+
+    /// With ranks the traces name but that are not loaded, "balanced" covers only the loaded
+    /// ones; a lone trace that names no larger job is a job of one rank, balanced as it is.
+    #[test]
+    fn balanced_among_the_loaded_ranks_is_not_balanced_for_sure() {
+        let whatifs = WhatIfs::default();
+        let facts = |peers_missing: Option<&'static str>, ranks_not_loaded: bool| Facts {
+            slowdown: 1.02,
+            shares: [0.0, 0.0, 0.0, 0.0, 1.0],
+            signals: &[],
+            lengths_known: false,
+            stages: 1,
+            top_initiator: None,
+            distinct_initiators: 1,
+            slowest_worker: None,
+            heaviest_stage: None,
+            fit: None,
+            whatifs: &whatifs,
+            peers_missing,
+            unseen_micro_batches: None,
+            ranks_not_loaded,
+        };
+        let partial = decide(&facts(Some("only 1 of the job's 8 ranks is loaded"), true));
+        assert_eq!((partial.primary.as_str(), partial.confidence.as_str()), ("balanced", "low"));
+        let asked = partial.to_confirm.unwrap_or_default();
+        assert!(asked.contains("alone (only 1 of the job's 8 ranks is loaded): a rank that is not here"), "{asked}");
+        for alone in [facts(Some("only one rank is loaded"), false), facts(None, false)] {
+            let v = decide(&alone);
+            assert_eq!((v.primary.as_str(), v.confidence.as_str(), v.to_confirm), ("balanced", "high", None));
+        }
     }
 
     #[test]
@@ -461,6 +504,7 @@ mod tests {
                 whatifs: &whatifs,
                 peers_missing: None,
                 unseen_micro_batches: None,
+                ranks_not_loaded: false,
             };
             let verdict = decide(&facts);
             let fix = fix(&verdict, &facts);
