@@ -432,7 +432,7 @@ mod tests {
     fn markdown_and_html_say_what_would_confirm_the_verdict() {
         let mut report = Report::default();
         report.verdict.headline = "No significant straggling.".into();
-        assert!(!report.to_html().contains("to-confirm"));
+        assert!(!report.to_html().contains("<p class=\"to-confirm\">"));
         let plain = report.to_markdown();
         report.verdict.to_confirm = Some("Name each pass <Forward N> & <Backward N>.".into());
         let md = report.to_markdown();

@@ -25,7 +25,7 @@ fn escape(text: &str) -> String {
 const STYLE: &str = "body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}\
 table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}\
 th{background:#f4f4f4}.yes{color:#0072b2;font-weight:600}.no{color:#777}pre{background:#f6f6f6;padding:.75rem;overflow:auto}\
-.headline{font-size:1.1rem}";
+.headline{font-size:1.1rem}.to-confirm{background:#fdf3dc;padding:.4rem .7rem;border-radius:6px}";
 
 impl Report {
     /// A standalone HTML page with the same content as [`Report::to_markdown`].
