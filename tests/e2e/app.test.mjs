@@ -127,6 +127,16 @@ test("the file picker with the slow-rank fixture: a slow worker", async (t) => {
   assert.match(await page.locator("#verdict .headline").innerText(), /rank 1/);
 });
 
+test("two ranks of a 128-rank job: balanced among them only, with low confidence and what would tell", async (t) => {
+  const { page } = await open(t);
+  await verdictFor(page, ["seqlen-imbalance.trace.json"]);
+  const files = ["sampled_rank-0.json.gz", "sampled_rank-1.json.gz"].map((f) => fixture(`hta_trace_filter/${f}`));
+  await dropFiles(page, files);
+  assert.equal(await verdictFor(page, files.map((f) => f.name)), "balanced");
+  assert.equal(await page.locator("#verdict .confidence").innerText(), "low confidence");
+  assert.match(await page.locator("#verdict .to-confirm").innerText(), /only 2 of the job's 128 ranks are loaded\): a rank that is not here/);
+});
+
 test("a broken file beside good ones: its problem is listed and the good ones are analysed", async (t) => {
   const { page } = await open(t);
   await verdictFor(page, ["seqlen-imbalance.trace.json"]);
