@@ -9,8 +9,8 @@ use plotters_canvas::CanvasBackend;
 use seqskew_core::analysis::Analysis;
 use seqskew_plot::plotters::prelude::*;
 use seqskew_plot::{
-    PlotRect, TimelineData, draw_rects, hit_test, timeline, timeline_pixels, timeline_plot_rect, timeline_rects,
-    timeline_with_layer,
+    PlotRect, TimelineData, draw_rects, hit_test, timeline, timeline_height, timeline_pixels, timeline_plot_rect,
+    timeline_rects, timeline_with_layer,
 };
 use wasm_bindgen::{Clamped, JsCast, JsValue};
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData};
@@ -27,10 +27,15 @@ pub struct Props {
     pub state: UseReducerHandle<AppState>,
 }
 
-/// Height of the canvas for `lanes` workers: readable lanes for small jobs, bounded for big ones.
+/// Height of the canvas for `lanes` workers: each lane at its full height for small jobs (no
+/// empty band below a few lanes), bounded for big ones; never so low that the axis title
+/// ("Worker (rank)", written upwards beside the lanes) outgrows the lanes' area.
 fn height_for(lanes: usize) -> u32 {
-    (90 + 18 * lanes as u32).clamp(260, 680)
+    timeline_height(lanes, 680).max(MIN_HEIGHT)
 }
+
+/// Room for the axis title beside even one lane.
+const MIN_HEIGHT: u32 = 200;
 
 /// Zooms `window` by `factor` around time `at`, kept inside `extent`.
 pub fn zoom(window: (f64, f64), at: f64, factor: f64, extent: (f64, f64)) -> (f64, f64) {
