@@ -1,0 +1,211 @@
+//! The analysis on odd but valid jobs: any model an importer may produce (ranks with gaps,
+//! workers lacking steps, steps of zero length, micro-batches in some steps only, every kind of
+//! sequence knowledge, pipeline coordinates on some workers, ranks missing from a larger world)
+//! is diagnosed without a panic (arithmetic overflow included: tests build with debug
+//! assertions), and every number in the report is finite, so the JSON carries no `null` where
+//! a number belongs. The jobs are drawn from a seeded generator: the same every run.
+
+use seqskew_core::analysis::{analyze, diagnose};
+use seqskew_core::import::Assembled;
+use seqskew_core::model::{
+    Collective, CollectiveOp, Coords, Job, KindTotals, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind,
+    Worker, WorkerStep,
+};
+use seqskew_core::report::Report;
+
+/// SplitMix64: small, seeded, good enough to spread the cases.
+struct Draw(u64);
+
+impl Draw {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (0 when `n` is 0).
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 { 0 } else { self.next() % n }
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    /// A time: mostly milliseconds, sometimes zero, sometimes very long.
+    fn nanos(&mut self) -> Nanos {
+        match self.below(10) {
+            0 => 0,
+            1 => self.below(1_000) as Nanos,
+            2 => self.below(3_600_000_000_000) as Nanos,
+            _ => 1_000_000 + self.below(500_000_000) as Nanos,
+        }
+    }
+}
+
+fn sequences(d: &mut Draw) -> Sequences {
+    let lengths = |d: &mut Draw| -> Vec<u32> {
+        let n = d.below(12);
+        (0..n).map(|_| if d.chance(5) { 0 } else { 1 + d.below(32_768) as u32 }).collect()
+    };
+    let mut s = match d.below(5) {
+        0 => Sequences::default(),
+        1 => Sequences::from_lengths(SequenceKnowledge::Exact, lengths(d)),
+        2 => Sequences::from_lengths(SequenceKnowledge::DenseShapes, lengths(d)),
+        3 => {
+            let documents = d.below(20);
+            Sequences::from_bounds(documents, documents * d.below(10_000), d.below(20_000) as u32)
+        }
+        _ => Sequences { attention: Some(d.nanos()), ..Sequences::default() },
+    };
+    if d.chance(40) {
+        s.attention = Some(d.nanos());
+    }
+    s
+}
+
+/// A step of `duration`, its kinds a random partition of it.
+fn step(d: &mut Draw, number: u64, start: Nanos) -> WorkerStep {
+    let duration = d.nanos();
+    let mut totals = KindTotals::default();
+    let mut left = duration;
+    for kind in SpanKind::ALL {
+        let share = if kind == SpanKind::Other { left } else { d.below(left as u64 + 1) as Nanos };
+        totals.add(kind, share);
+        left -= share;
+    }
+    let communication = totals.communication();
+    WorkerStep {
+        step: number,
+        start,
+        duration,
+        totals,
+        transfer: d.chance(50).then(|| d.below(communication as u64 + 1) as Nanos),
+        sequences: sequences(d),
+        ..WorkerStep::default()
+    }
+}
+
+fn worker(d: &mut Draw, rank: u32, pipeline: bool, world: Option<u32>) -> Worker {
+    let stages = 1 + d.below(4) as u32;
+    let coords = Coords {
+        dp: (pipeline && d.chance(80)).then(|| d.below(4) as u32),
+        pp: (pipeline && d.chance(80)).then(|| d.below(u64::from(stages)) as u32),
+        ..Coords::default()
+    };
+    let mut w = Worker { rank, coords, world_size: world, source: format!("rank{rank}.json"), ..Worker::default() };
+    let mut number = d.below(3);
+    let mut start = d.nanos();
+    let micro_batches_here = d.chance(50);
+    for _ in 0..d.below(9) {
+        let s = step(d, number, start);
+        start = start.saturating_add(s.duration).saturating_add(d.below(1_000) as Nanos);
+        let micro_batches: Vec<MicroBatch> = if micro_batches_here && d.chance(80) {
+            (0..d.below(5) as u32)
+                .map(|id| MicroBatch {
+                    id,
+                    start: d.chance(50).then_some(s.start),
+                    forward: d.nanos() / 8,
+                    backward: d.nanos() / 8,
+                    sequences: sequences(d),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let collectives: Vec<Collective> = (0..d.below(4))
+            .map(|_| {
+                let from = s.start.saturating_add(d.below(s.duration as u64 + 1) as Nanos);
+                let op = [CollectiveOp::AllReduce, CollectiveOp::Send, CollectiveOp::Recv, CollectiveOp::Other]
+                    [d.below(4) as usize];
+                Collective { start: from, end: from.saturating_add(d.below(1_000_000) as Nanos), op }
+            })
+            .collect();
+        w.push_step(s, micro_batches, collectives);
+        number += 1 + d.below(2);
+    }
+    w
+}
+
+fn job(d: &mut Draw) -> Job {
+    let pipeline = d.chance(50);
+    let count = 1 + d.below(12) as u32;
+    let world = d.chance(30).then(|| count + d.below(8) as u32);
+    let mut rank = d.below(3) as u32;
+    let mut workers = Vec::new();
+    for _ in 0..count {
+        workers.push(worker(d, rank, pipeline, world));
+        rank += 1 + d.below(2) as u32;
+    }
+    Job { workers }
+}
+
+/// Every number of the report, with where it is.
+fn numbers(r: &Report) -> Vec<(String, f64)> {
+    let s = &r.slowdown;
+    let mut all = vec![
+        ("actual_step_s".to_owned(), s.actual_step_s),
+        ("ideal_step_s".to_owned(), s.ideal_step_s),
+        ("factor".to_owned(), s.factor),
+        ("time_lost_s".to_owned(), s.time_lost_s),
+        ("replay_fidelity".to_owned(), s.replay_fidelity),
+        ("initiators.dominance".to_owned(), r.initiators.dominance),
+    ];
+    all.extend(s.by_cause.iter().map(|c| (format!("share of {}", c.cause), c.share)));
+    for signal in &r.signals {
+        all.push((format!("{}.value", signal.id), signal.value));
+        all.push((format!("{}.threshold", signal.id), signal.threshold));
+        all.extend(signal.detail.iter().map(|(k, v)| (format!("{}.{k}", signal.id), *v)));
+    }
+    for w in &r.whatif {
+        all.push((format!("{}.predicted_step_s", w.method), w.predicted_step_s));
+        all.push((format!("{}.speedup", w.method), w.speedup));
+        all.push((format!("{}.imbalance", w.method), w.imbalance));
+    }
+    all.extend(r.stragglers.iter().map(|x| (format!("straggler at step {}", x.step), x.excess_s)));
+    let fits = r.cost_model.iter().flat_map(|c| std::iter::once(c).chain(c.micro_batch.as_deref()));
+    for c in fits {
+        all.extend(
+            [
+                ("c0_s", c.c0_s),
+                ("per_doc_s", c.per_doc_s),
+                ("per_token_s", c.per_token_s),
+                ("per_token_sq_s", c.per_token_sq_s),
+                ("r2", c.r2),
+                ("quadratic_share", c.quadratic_share),
+            ]
+            .map(|(k, v)| (format!("cost_model.{k}"), v)),
+        );
+    }
+    all
+}
+
+#[test]
+fn odd_jobs_are_diagnosed_without_a_panic_and_with_finite_numbers() {
+    let mut d = Draw(0x5eed_5eed);
+    let mut with_micro_batches = 0;
+    let mut pipelines = 0;
+    for case in 0..400 {
+        let job = job(&mut d);
+        with_micro_batches += usize::from(job.workers.iter().any(|w| !w.micro_batches.is_empty()));
+        let assembled = Assembled { job, diagnostics: Vec::new() };
+        let report = diagnose(&assembled, &[]);
+        pipelines += usize::from(report.job.pp > 1);
+        for (what, value) in numbers(&report) {
+            assert!(value.is_finite(), "case {case}: {what} = {value}");
+        }
+        let shares: f64 = report.slowdown.by_cause.iter().map(|c| c.share).sum();
+        // Each share is rounded to 3 digits.
+        assert!(shares <= 1.003, "case {case}: the shares sum to {shares}");
+        assert!(!report.verdict.primary.is_empty() && !report.verdict.headline.is_empty(), "case {case}");
+        // The app's analysis (views included) says the same.
+        assert_eq!(analyze(&assembled, &[]).report, report, "case {case}");
+    }
+    // The generator reaches what the test is for.
+    assert!(
+        with_micro_batches > 100 && pipelines > 50,
+        "{with_micro_batches} with micro-batches, {pipelines} pipelines"
+    );
+}
