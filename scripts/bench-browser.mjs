@@ -13,11 +13,11 @@
 // what each number measures. Every page runs in the e2e tests' guarded context: any request
 // beyond the app's own assets fails the measurement. Nothing here hangs: every wait has a limit
 // and an error names the measurement that failed.
-import { gzipSync } from "node:zlib";
 import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { serve } from "./static-server.mjs";
+import { bundle } from "./bundle-size.mjs";
 import { launch, guardedContext } from "../tests/e2e/browser.mjs";
 
 const { values: opts } = parseArgs({
@@ -59,18 +59,6 @@ function inputFiles(path) {
   return readdirSync(path).sort().map((f) => join(path, f)).filter((f) => statSync(f).isFile());
 }
 const bytesOf = (files) => files.reduce((n, f) => n + statSync(f).size, 0);
-
-function bundle(dist) {
-  const sizes = { wasm_bytes: 0, wasm_gzip: 0, js_bytes: 0, js_gzip: 0 };
-  for (const name of readdirSync(dist)) {
-    const kind = { ".wasm": "wasm", ".js": "js" }[extname(name)];
-    if (!kind) continue;
-    const bytes = readFileSync(join(dist, name));
-    sizes[`${kind}_bytes`] += bytes.length;
-    sizes[`${kind}_gzip`] += gzipSync(bytes, { level: 9 }).length;
-  }
-  return { ...sizes, total_gzip: sizes.wasm_gzip + sizes.js_gzip };
-}
 
 // Runs in every page before the app starts. It timestamps what is measured with the page's own
 // clock, from a MutationObserver, so Playwright's polling latency is in no number. `expect(files)`

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { serve } from "../../scripts/static-server.mjs";
+import { bundle, BUNDLE_BUDGET_GZIP } from "../../scripts/bundle-size.mjs";
 import { launch, guardedContext } from "./browser.mjs";
 
 const DIST = process.env.SEQSKEW_DIST || "dist";
@@ -234,4 +235,10 @@ test("compare mode: the fixed run against the example", async (t) => {
   assert.match(await page.locator("#compare .headline").innerText(), /^Fixed/);
   assert.ok((await inked(page, "#chart-compare canvas")) > 0.02, "the comparison is drawn");
   await page.screenshot({ path: join(SHOTS, "compare.png"), fullPage: true });
+});
+
+test("the bundle stays within its budget, gzipped", () => {
+  const sizes = bundle(DIST);
+  assert.ok(sizes.wasm_bytes > 0 && sizes.js_bytes > 0, `a build in ${DIST}`);
+  assert.ok(sizes.total_gzip <= BUNDLE_BUDGET_GZIP, `${sizes.total_gzip} bytes gzipped, over the ${BUNDLE_BUDGET_GZIP}-byte budget`);
 });
