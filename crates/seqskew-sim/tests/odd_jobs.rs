@@ -3,7 +3,8 @@
 //! sequence knowledge, pipeline coordinates on some workers, ranks missing from a larger world)
 //! is diagnosed without a panic (arithmetic overflow included: tests build with debug
 //! assertions), and every number in the report is finite, so the JSON carries no `null` where
-//! a number belongs. The jobs are drawn from a seeded generator: the same every run.
+//! a number belongs. The jobs are drawn from the simulator's seeded generator: the same every
+//! run.
 
 use seqskew_core::analysis::{analyze, diagnose};
 use seqskew_core::import::Assembled;
@@ -12,24 +13,15 @@ use seqskew_core::model::{
     Worker, WorkerStep,
 };
 use seqskew_core::report::Report;
+use seqskew_sim::rng::Rng;
 
-/// SplitMix64: small, seeded, good enough to spread the cases.
-struct Draw(u64);
+/// What the generator draws beyond the simulator's [`Rng`].
+trait Draw {
+    fn chance(&mut self, percent: u64) -> bool;
+    fn nanos(&mut self) -> Nanos;
+}
 
-impl Draw {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (0 when `n` is 0).
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next() % n }
-    }
-
+impl Draw for Rng {
     fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
     }
@@ -47,8 +39,8 @@ impl Draw {
 
 /// What is known of the sequences of some work, whose measured attention (where known) is
 /// within its `compute`.
-fn sequences(d: &mut Draw, compute: Nanos) -> Sequences {
-    let lengths = |d: &mut Draw| -> Vec<u32> {
+fn sequences(d: &mut Rng, compute: Nanos) -> Sequences {
+    let lengths = |d: &mut Rng| -> Vec<u32> {
         let n = d.below(12);
         (0..n).map(|_| if d.chance(5) { 0 } else { 1 + d.below(32_768) as u32 }).collect()
     };
@@ -69,7 +61,7 @@ fn sequences(d: &mut Draw, compute: Nanos) -> Sequences {
 }
 
 /// A step of `duration`, its kinds a random partition of it.
-fn step(d: &mut Draw, number: u64, start: Nanos) -> WorkerStep {
+fn step(d: &mut Rng, number: u64, start: Nanos) -> WorkerStep {
     let duration = d.nanos();
     let mut totals = KindTotals::default();
     let mut left = duration;
@@ -91,7 +83,7 @@ fn step(d: &mut Draw, number: u64, start: Nanos) -> WorkerStep {
     }
 }
 
-fn worker(d: &mut Draw, rank: u32, pipeline: bool, world: Option<u32>) -> Worker {
+fn worker(d: &mut Rng, rank: u32, pipeline: bool, world: Option<u32>) -> Worker {
     let stages = 1 + d.below(4) as u32;
     let coords = Coords {
         dp: (pipeline && d.chance(80)).then(|| d.below(4) as u32),
@@ -109,7 +101,7 @@ fn worker(d: &mut Draw, rank: u32, pipeline: bool, world: Option<u32>) -> Worker
             // Their passes within the step's compute, as importers find them.
             let count = d.below(5);
             let compute = s.totals.get(SpanKind::Compute) + s.totals.get(SpanKind::Attention);
-            let pass = |d: &mut Draw| d.below(compute as u64 / (2 * count.max(1)) + 1) as Nanos;
+            let pass = |d: &mut Rng| d.below(compute as u64 / (2 * count.max(1)) + 1) as Nanos;
             (0..count as u32)
                 .map(|id| {
                     let (forward, backward) = (pass(d), pass(d));
@@ -139,7 +131,7 @@ fn worker(d: &mut Draw, rank: u32, pipeline: bool, world: Option<u32>) -> Worker
     w
 }
 
-fn job(d: &mut Draw) -> Job {
+fn job(d: &mut Rng) -> Job {
     let pipeline = d.chance(50);
     let mut ranks = vec![d.below(3) as u32];
     for _ in 0..d.below(12) {
@@ -192,7 +184,7 @@ fn numbers(r: &Report) -> Vec<(String, f64)> {
 
 #[test]
 fn odd_jobs_are_diagnosed_without_a_panic_and_with_finite_numbers() {
-    let mut d = Draw(0x5eed_5eed);
+    let mut d = Rng::new(0x5eed_5eed);
     let mut with_micro_batches = 0;
     let mut pipelines = 0;
     for case in 0..400 {
@@ -223,7 +215,7 @@ fn odd_jobs_are_diagnosed_without_a_panic_and_with_finite_numbers() {
 /// nanosecond. (Importers drop steps of zero length, so such a job has none.)
 #[test]
 fn odd_jobs_round_trip_through_the_step_log() {
-    let mut d = Draw(0x0dd_0b5);
+    let mut d = Rng::new(0x0dd_0b5);
     for case in 0..200 {
         let mut job = job(&mut d);
         job.workers.iter_mut().for_each(|w| w.steps.retain(|s| s.duration > 0));
