@@ -181,14 +181,20 @@ pub struct Fix {
     pub limits: Option<String>,
 }
 
+/// The job's rank count, where the inputs say (`world_size`) it had more ranks than the
+/// `loaded` ones.
+pub fn larger_world(loaded: usize, world_size: Option<u32>) -> Option<u32> {
+    world_size.filter(|&world| world as usize > loaded)
+}
+
 /// Why the time workers spend in collectives cannot be split into transfer and waiting, when
 /// it cannot: of the job's ranks (`world_size`, when the traces say), fewer are loaded, or only
 /// one is (a collective's transfer is its end minus its last rank's arrival, and an absent
 /// rank's arrival is unknown). One rule, on what the report states, for the diagnosis and for
 /// the report's wording.
 pub fn peers_missing(loaded: usize, world_size: Option<u32>) -> Option<String> {
-    match world_size {
-        Some(world) if world as usize > loaded => {
+    match larger_world(loaded, world_size) {
+        Some(world) => {
             Some(format!("only {loaded} of the job's {world} ranks {} loaded", if loaded == 1 { "is" } else { "are" }))
         }
         _ if loaded == 1 => Some("only one rank is loaded".into()),
@@ -243,7 +249,7 @@ impl Report {
 
     /// The job's rank count, where the inputs say it had more ranks than were loaded.
     fn larger_world(&self) -> Option<u32> {
-        self.job.world_size.filter(|&world| world as usize > self.job.workers)
+        larger_world(self.job.workers, self.job.world_size)
     }
 
     /// The name of a share of the slowdown (`slowdown.by_cause`). With ranks missing, time in

@@ -179,7 +179,7 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
         whatifs: &whatifs,
         peers_missing: peers_missing.as_deref(),
         unseen_micro_batches: (frame.stages > 1 && !frame.has_micro_batches()).then_some(replay_fidelity),
-        ranks_not_loaded: job.world_size().is_some_and(|world| world as usize > job.workers.len()),
+        ranks_not_loaded: report::larger_world(job.workers.len(), job.world_size()).is_some(),
     };
     let verdict = verdict::decide(&facts);
     let fix = verdict::fix(&verdict, &facts);
