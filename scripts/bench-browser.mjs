@@ -14,7 +14,7 @@
 // beyond the app's own assets fails the measurement. Nothing here hangs: every wait has a limit
 // and an error names the measurement that failed.
 import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
-import { basename, dirname, extname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { serve } from "./static-server.mjs";
 import { bundle } from "./bundle-size.mjs";
