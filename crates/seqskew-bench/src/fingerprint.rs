@@ -77,7 +77,7 @@ fn large_jobs() -> Vec<(String, Config)> {
 pub fn run(corpus_jobs: Option<usize>) -> Result<(), String> {
     for (name, config) in large_jobs() {
         let steps: Vec<_> = Simulation::new(config.clone(), false).collect();
-        let assembled = Assembled { job: to_job(&config, &steps), diagnostics: Vec::new() };
+        let assembled = Assembled { job: to_job(&config, &steps), diagnostics: Vec::new(), failures: Vec::new() };
         println!("{name}\t{:016x}", digest(&assembled, &[])?);
     }
     // The corpus's jobs are small: a thread takes every n-th, on every core; printed in order.

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use seqskew_core::analysis::diagnose;
-use seqskew_core::import::{FileImport, FileIngest, READ_CHUNK, assemble_owned, is_trace_file_name};
+use seqskew_core::import::{FileImport, FileIngest, READ_CHUNK, assemble_owned, is_input_file_name};
 use seqskew_sim::config::{Config, Lengths};
 use seqskew_sim::job::to_job;
 use seqskew_sim::{Simulation, preset};
@@ -46,7 +46,7 @@ fn files_under(paths: &[PathBuf]) -> Vec<PathBuf> {
                 std::fs::read_dir(p).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
             entries.sort();
             out.extend(
-                entries.into_iter().filter(|e| e.file_name().and_then(|n| n.to_str()).is_some_and(is_trace_file_name)),
+                entries.into_iter().filter(|e| e.file_name().and_then(|n| n.to_str()).is_some_and(is_input_file_name)),
             );
         } else {
             out.push(p.clone());
@@ -133,7 +133,7 @@ pub fn analyze(workers: u32, steps: u32, repeat: usize) -> Result<(), String> {
     let sim: Vec<_> = Simulation::new(config.clone(), false).collect();
     let job = to_job(&config, &sim);
     drop(sim);
-    let assembled = seqskew_core::import::Assembled { job, diagnostics: Vec::new() };
+    let assembled = seqskew_core::import::Assembled { job, diagnostics: Vec::new(), failures: Vec::new() };
     for _ in 0..repeat.max(1) {
         let start = Instant::now();
         let report = diagnose(&assembled, &[]);

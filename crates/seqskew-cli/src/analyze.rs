@@ -21,10 +21,12 @@ pub enum Output {
 pub fn load(paths: &[PathBuf]) -> Result<Report, String> {
     let files = input::expand(paths)?;
     if files.is_empty() {
-        return Err("no trace files found (looked for .json, .json.gz, .jsonl, .csv)".into());
+        return Err("no input files found (looked for traces and step logs: .json, .jsonl, .csv; logs: .log, .txt, \
+                    .out, .err; Flight Recorder dumps: nccl_trace_rank_N, .pkl; each optionally .gz)"
+            .into());
     }
     let (summaries, assembled) = input::assemble(input::import_all(&files));
-    if assembled.job.workers.is_empty() {
+    if assembled.job.workers.is_empty() && assembled.failures.is_empty() {
         let problems: Vec<String> =
             summaries.iter().flat_map(|s| s.diagnostics.iter().map(ToString::to_string)).collect();
         return Err(format!("nothing to analyse:\n  {}", problems.join("\n  ")));

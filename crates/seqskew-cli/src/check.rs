@@ -17,6 +17,7 @@ use crate::input;
 
 /// Exit codes of `check`.
 const OK: u8 = 0;
+/// The job straggles beyond the bound, or its logs or dumps show a failure.
 const STRAGGLING: u8 = 1;
 const UNUSABLE: u8 = 2;
 
@@ -32,10 +33,21 @@ struct CheckOutput<'a> {
     /// What would make the verdict firmer (the report's `verdict.to_confirm`), when anything
     /// would: e.g. a pipeline whose micro-batches the traces do not name, which S cannot see.
     to_confirm: Option<&'a str>,
+    /// The failure the logs or dumps show (the report's `failure`, in short), or `null`; added
+    /// within `/1`. A failure makes `ok` false.
+    failure: Option<CheckFailure<'a>>,
 }
 
-/// Gates CI: 0 when the slowdown is within the bound, 1 when the job straggles beyond it,
-/// 2 when the input cannot be analysed.
+#[derive(serde::Serialize)]
+struct CheckFailure<'a> {
+    cause: &'a str,
+    initiating_ranks: &'a [u32],
+    collateral_ranks: &'a [u32],
+    headline: &'a str,
+}
+
+/// Gates CI: 0 when the slowdown is within the bound and no log or dump shows a failure, 1
+/// when the job straggles beyond it or failed, 2 when the input cannot be analysed.
 pub fn check(paths: &[PathBuf], max_slowdown: f64, json: bool) -> Result<ExitCode, String> {
     let r = match load(paths) {
         Ok(report) => report,
@@ -44,7 +56,8 @@ pub fn check(paths: &[PathBuf], max_slowdown: f64, json: bool) -> Result<ExitCod
             return Ok(ExitCode::from(UNUSABLE));
         }
     };
-    let ok = r.slowdown.factor <= max_slowdown;
+    let failure = r.failure.as_ref();
+    let ok = r.slowdown.factor <= max_slowdown && failure.is_none();
     if json {
         let out = CheckOutput {
             schema: "seqskew.check/1",
@@ -54,13 +67,29 @@ pub fn check(paths: &[PathBuf], max_slowdown: f64, json: bool) -> Result<ExitCod
             primary: &r.verdict.primary,
             headline: &r.verdict.headline,
             to_confirm: r.verdict.to_confirm.as_deref(),
+            failure: failure.map(|f| CheckFailure {
+                cause: &f.cause,
+                initiating_ranks: &f.initiating_ranks,
+                collateral_ranks: &f.collateral_ranks,
+                headline: &f.headline,
+            }),
         };
         println!("{}", serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?);
     } else {
-        let word = if ok { "ok" } else { "STRAGGLING" };
-        println!("{word}: S = {:.2} (bound {max_slowdown:.2}); {}", r.slowdown.factor, r.verdict.headline);
-        if let Some(more) = &r.verdict.to_confirm {
-            println!("note: {more}");
+        if let Some(f) = failure {
+            println!("FAILED ({}): {}", f.cause, f.headline);
+        }
+        if r.job.workers == 0 {
+            // Logs and dumps only: there is no step to measure a slowdown on.
+            if failure.is_none() {
+                println!("ok: no failure found (and no training steps, so no straggler check)");
+            }
+        } else {
+            let word = if r.slowdown.factor <= max_slowdown { "ok" } else { "STRAGGLING" };
+            println!("{word}: S = {:.2} (bound {max_slowdown:.2}); {}", r.slowdown.factor, r.verdict.headline);
+            if let Some(more) = &r.verdict.to_confirm {
+                println!("note: {more}");
+            }
         }
     }
     Ok(ExitCode::from(if ok { OK } else { STRAGGLING }))

@@ -11,7 +11,9 @@ use seqskew_core::import::{Assembled, FileImport, FileIngest, FileSummary, READ_
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
     for p in paths {
-        if p.is_dir() {
+        if p.as_os_str() == STDIN {
+            out.push(p.clone());
+        } else if p.is_dir() {
             walk(p, &mut out).map_err(|e| format!("{}: {e}", p.display()))?;
         } else if p.exists() {
             out.push(p.clone());
@@ -32,29 +34,41 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
         if e.is_dir() {
             walk(&e, out)?;
-        } else if seqskew_core::import::is_trace_file_name(name) {
+        } else if seqskew_core::import::is_input_file_name(name) {
             out.push(e);
         }
     }
     Ok(())
 }
 
-/// Imports one file; an unreadable file becomes a diagnostic like any other bad input.
+/// The path that stands for standard input (`xclip -o | seqskew analyze -`).
+pub const STDIN: &str = "-";
+
+/// Imports one file (standard input for [`STDIN`]); an unreadable file becomes a diagnostic
+/// like any other bad input.
 pub fn import_file(path: &Path) -> FileImport {
-    let name = path.display().to_string();
+    let from_stdin = path.as_os_str() == STDIN;
+    let name = if from_stdin { "stdin".to_owned() } else { path.display().to_string() };
     let mut ingest = FileIngest::new(&name);
     let mut size = 0;
-    let read = File::open(path).and_then(|mut f| {
-        size = f.metadata()?.len();
+    let mut feed = |source: &mut dyn Read| {
         let mut buf = vec![0u8; READ_CHUNK];
         loop {
-            let n = f.read(&mut buf)?;
+            let n = source.read(&mut buf)?;
             if n == 0 || ingest.is_rejected() {
                 return Ok(());
             }
             ingest.feed(buf.get(..n).unwrap_or_default());
         }
-    });
+    };
+    let read = if from_stdin {
+        feed(&mut std::io::stdin().lock())
+    } else {
+        File::open(path).and_then(|mut f| {
+            size = f.metadata()?.len();
+            feed(&mut f)
+        })
+    };
     let mut import = ingest.finish_of_size(size);
     if let Err(e) = read {
         import.diagnostics.push(seqskew_core::diag::Diagnostic::new(
@@ -112,7 +126,8 @@ mod tests {
     #[test]
     fn a_file_given_up_early_still_counts_all_its_bytes() {
         let path = std::env::temp_dir().join(format!("seqskew-input-test-{}.json", std::process::id()));
-        let text = "this is not a trace\n".repeat(40_000);
+        // Binary content is given up after its first KiB (text would be read as a log).
+        let text = "\u{0}\u{1}not a trace\n".repeat(40_000);
         std::fs::write(&path, &text).expect("a temporary file");
         let import = import_file(&path);
         std::fs::remove_file(&path).ok();

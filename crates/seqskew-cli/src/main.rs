@@ -27,16 +27,19 @@ struct Cli {
 enum Command {
     /// Show what each input file holds: format, workers, steps, sequence information, problems.
     Inspect {
-        /// Trace files or directories (searched recursively).
+        /// Traces, step logs, logs, error files and Flight Recorder dumps, or directories of them
+        /// (searched recursively); `-` reads standard input (a terminal paste).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
-    /// Diagnose why the job straggles: verdict, evidence, slowdown, what-ifs and the fix.
+    /// Diagnose why the job straggles or failed: verdict, evidence, slowdown, what-ifs, the
+    /// failed job's initiating ranks, and the fix.
     Analyze {
-        /// Trace files or directories (searched recursively).
+        /// Traces, step logs, logs, error files and Flight Recorder dumps, or directories of them
+        /// (searched recursively); `-` reads standard input (a terminal paste).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Print the report as JSON (schema seqskew.report/1).
@@ -49,8 +52,8 @@ enum Command {
         #[arg(long)]
         html: bool,
     },
-    /// Exit 0 when the job's slowdown is within the bound, 1 when it straggles beyond it, 2 when
-    /// the input cannot be analysed (for CI).
+    /// Exit 0 when the job's slowdown is within the bound and no log or dump shows a failure, 1
+    /// when it straggles beyond the bound or failed, 2 when the input cannot be analysed (for CI).
     Check {
         #[arg(required = true)]
         paths: Vec<PathBuf>,

@@ -336,3 +336,44 @@ fn eval_scores_a_small_corpus() {
     assert!(summary["accuracy"].as_f64().is_some_and(|a| (0.0..=1.0).contains(&a)), "{summary}");
     assert_eq!(written[1].as_array().map(Vec::len), Some(8), "one outcome per job");
 }
+
+/// The failed jobs made here with torchrun (crates/seqskew-core/tests/fixtures/failures).
+fn failure_case(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../seqskew-core/tests/fixtures/failures").join(case)
+}
+
+#[test]
+fn check_fails_a_failed_job_and_names_its_initiating_rank() {
+    let out = seqskew(&["check", path_arg(&failure_case("raise"))]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).starts_with("FAILED (crash): Rank 2 failed on its own"), "{}", stdout(&out));
+
+    let check = json(&seqskew(&["check", "--json", path_arg(&failure_case("oom"))]));
+    assert_eq!((check["ok"].as_bool(), &check["failure"]["cause"]), (Some(false), &Value::from("oom")));
+    assert_eq!(check["failure"]["initiating_ranks"], serde_json::json!([1]));
+
+    let out = seqskew(&["check", path_arg(&failure_case("success"))]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("no failure found"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_terminal_paste_on_standard_input_is_a_log() {
+    use std::io::Write;
+    let paste = "\x1b[31m[default3]:[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\x1b[0m\r\n\
+                 [...]\n[default0]:[rank0]: RuntimeError: Connection closed by peer [10.0.0.3]:29500\n";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_seqskew"))
+        .args(["analyze", "--json", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(paste.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let report = json(&out);
+    assert_eq!(report["inputs"][0]["path"], "stdin");
+    assert_eq!(report["inputs"][0]["format"], "log");
+    assert_eq!(report["failure"]["cause"], "oom");
+    assert_eq!(report["failure"]["initiating_ranks"], serde_json::json!([3]));
+    assert_eq!(report["failure"]["collateral_ranks"], serde_json::json!([0]));
+}

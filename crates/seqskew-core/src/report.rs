@@ -25,6 +25,78 @@ pub struct Report {
     pub initiators: Initiators,
     pub fix: Fix,
     pub verify_command: String,
+    /// What the logs and Flight Recorder dumps say about a failure; `None` when the inputs show
+    /// none (no logs, or logs of a job that did not fail).
+    #[serde(default)]
+    pub failure: Option<Failure>,
+}
+
+/// The causes of a failed job ([`Failure::cause`]).
+pub const FAILURE_CAUSES: [&str; 8] =
+    ["hang", "collective_mismatch", "crash", "oom", "killed", "network", "slow_rank", "unknown"];
+
+/// A failed job: who started it, who only suffered it, why, and how to fix and verify.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    /// One of [`FAILURE_CAUSES`].
+    pub cause: String,
+    /// Global ranks that initiated the failure, sorted; empty when the inputs cannot tell.
+    pub initiating_ranks: Vec<u32>,
+    /// Global ranks that failed only because of them (timed out, lost a peer, were stopped).
+    pub collateral_ranks: Vec<u32>,
+    pub first_failure: Option<FirstFailure>,
+    /// `high`, `medium` or `low`.
+    pub confidence: String,
+    pub headline: String,
+    /// The lines and dump entries that show it, the initiating ranks' first.
+    pub evidence: Vec<FailureEvidence>,
+    /// Each process group's progress per rank (how far each had issued collectives).
+    pub process_groups: Vec<GroupProgress>,
+    pub fix: String,
+    pub verify_command: String,
+    /// What would decide it, when the inputs cannot.
+    pub to_decide: Option<String>,
+    /// Caveats: ranks named only within a process group, evidence dropped, …
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FirstFailure {
+    pub rank: Option<u32>,
+    /// As the log wrote it (`2024-07-09_17:05:38`, `E709 17:05:38.162`), when it did.
+    pub time: Option<String>,
+    pub what: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailureEvidence {
+    pub file: String,
+    /// 1-based line number; 0 for a dump entry.
+    pub line: u64,
+    pub rank: Option<u32>,
+    /// `initiating`, `collateral` or `progress`.
+    pub role: String,
+    pub text: String,
+    /// The collective's stack (Flight Recorder pickles), innermost first.
+    pub frames: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupProgress {
+    /// The process group (`0` is the default group), and its description.
+    pub group: String,
+    pub desc: String,
+    /// Global ranks of the group (as many as the inputs name).
+    pub size: usize,
+    /// Per rank, the last collective it issued and completed, sorted by rank.
+    pub ranks: Vec<RankProgress>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RankProgress {
+    pub rank: u32,
+    pub last_enqueued: Option<i64>,
+    pub last_completed: Option<i64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -213,6 +285,12 @@ pub fn round(x: f64, digits: i32) -> f64 {
 }
 
 impl Report {
+    /// A report of logs and dumps only: no worker had steps, so no signal was measured and
+    /// there is no straggler evidence to show.
+    pub fn has_no_steps(&self) -> bool {
+        self.job.workers == 0 && self.signals.is_empty()
+    }
+
     /// Pretty JSON (the `--json` output).
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
@@ -308,12 +386,18 @@ impl Report {
         use std::fmt::Write;
         let mut o = String::new();
         let v = &self.verdict;
+        if let Some(failure) = &self.failure {
+            o.push_str(&failure.markdown());
+        }
         let _ = writeln!(o, "## seqskew: {}\n", cause_title(&v.primary));
         let _ = writeln!(o, "**{}** (confidence: {})\n", v.headline, v.confidence);
         if let Some(more) = &v.to_confirm {
             let _ = writeln!(o, "{more}\n");
         }
-        for point in self.summary_points(str::to_owned, |t| format!("**{t}**")) {
+        // Logs and dumps only: no steps, so no job summary and no straggler evidence.
+        let points =
+            if self.has_no_steps() { Vec::new() } else { self.summary_points(str::to_owned, |t| format!("**{t}**")) };
+        for point in points {
             let _ = writeln!(o, "- {point}");
         }
         let problems = self.problem_lines();
@@ -322,6 +406,9 @@ impl Report {
             for line in problems {
                 let _ = writeln!(o, "- {line}");
             }
+        }
+        if self.has_no_steps() {
+            return o;
         }
         let _ = writeln!(o, "\n### Evidence\n\n| signal | value | threshold | | |\n|---|---|---|---|---|");
         for e in &self.signals {
@@ -382,6 +469,8 @@ pub fn cause_title(cause: &str) -> &'static str {
     }
 }
 
+pub use crate::report_failure::failure_title;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,6 +495,7 @@ mod tests {
                     ..Input::default()
                 },
             ],
+            job: JobInfo { workers: 2, ..JobInfo::default() },
             ..Report::default()
         };
         report.job.diagnostics = vec![bad(Severity::Warning, "", "rank 3 has no step 7")];
@@ -436,7 +526,7 @@ mod tests {
     /// What would make the verdict firmer is said under the headline, wherever the report goes.
     #[test]
     fn markdown_and_html_say_what_would_confirm_the_verdict() {
-        let mut report = Report::default();
+        let mut report = Report { job: JobInfo { workers: 2, ..JobInfo::default() }, ..Report::default() };
         report.verdict.headline = "No significant straggling.".into();
         assert!(!report.to_html().contains("<p class=\"to-confirm\">"));
         let plain = report.to_markdown();

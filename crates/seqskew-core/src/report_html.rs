@@ -39,6 +39,9 @@ impl Report {
              <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
              <title>seqskew: {title}</title><style>{STYLE}</style></head><body>\n"
         );
+        if let Some(failure) = &self.failure {
+            o.push_str(&failure.html(escape));
+        }
         let _ = writeln!(o, "<h1 id=\"verdict\" data-cause=\"{}\">seqskew: {title}</h1>", escape(&v.primary));
         let _ = writeln!(
             o,
@@ -50,7 +53,12 @@ impl Report {
             let _ = writeln!(o, "<p class=\"to-confirm\">{}</p>", escape(more));
         }
         let _ = writeln!(o, "<ul>");
-        for point in self.summary_points(escape, |t| format!("<strong>{t}</strong>")) {
+        let points = if self.has_no_steps() {
+            Vec::new()
+        } else {
+            self.summary_points(escape, |t| format!("<strong>{t}</strong>"))
+        };
+        for point in points {
             let _ = writeln!(o, "<li>{point}</li>");
         }
         let _ = writeln!(o, "</ul>");
@@ -61,6 +69,11 @@ impl Report {
                 let _ = writeln!(o, "<li>{}</li>", escape(&line));
             }
             let _ = writeln!(o, "</ul>");
+        }
+        if self.has_no_steps() {
+            // Logs and dumps only: no steps, so no straggler evidence to show.
+            let _ = writeln!(o, "</body></html>");
+            return o;
         }
         let _ = writeln!(
             o,

@@ -261,16 +261,20 @@ fn cases() -> Vec<Case> {
         // Nothing to read.
         case("empty.json", Vec::new(), no_content(&[(Error, "the file is empty (0 bytes)")])),
         case("blank.json", " \n\t \r\n  ", no_content(&[(Error, "the file has no content")])),
-        // Not a trace at all.
+        // Text that is no trace is a log: read, and found to show no failure (not a guess).
         case(
             "notes.txt",
             "Training run 7\nloss went down, then up.\n",
-            no_content(&[(Error, "not a trace: text that is neither JSON nor a step-log CSV")]),
+            Expect {
+                format: Some(Format::Log),
+                workers: &[],
+                diags: &[(Info, "log of 2 lines: no failure found")],
+            },
         ),
         case(
             "plot.png",
             b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\x02\x80\0\0\x01\xe0\x08\x06\0\0\0".to_vec(),
-            no_content(&[(Error, "not a trace: binary content")]),
+            no_content(&[(Error, "not an input seqskew reads: binary content")]),
         ),
         case(
             "config.json",
@@ -776,13 +780,13 @@ fn a_file_over_the_memory_limit_is_given_up_clearly() {
 /// shifting every time by a factor of 10ⁿ depending on the chunking.
 #[test]
 fn a_file_given_up_early_counts_all_its_bytes() {
-    // A reader stops at the rejection, after the first 2 KiB of a 10 KB file.
-    let text = "not a trace\n".repeat(1000);
+    // A reader stops at the rejection, after the first 2 KiB of a 12 KB file.
+    let text = "\0\u{1}not a trace\n".repeat(1000);
     let mut ingest = FileIngest::new("notes.json");
     ingest.feed(text.as_bytes().get(..2048).unwrap_or_default());
     assert!(ingest.is_rejected());
     let import = ingest.finish_of_size(text.len() as u64);
-    assert_eq!(import.summary().bytes, 12_000);
+    assert_eq!(import.summary().bytes, 14_000);
     assert!(!import.is_usable() && !import.diagnostics.is_empty());
     // A file read whole is counted as read.
     let mut whole = FileIngest::new("rank3.pt.trace.json");
@@ -1002,13 +1006,13 @@ fn chrome_begin_and_end_across_the_whole_clock() {
 /// read in one piece; its `stats.bytes` differ too. Found by `fuzz/` (any_bytes).
 #[test]
 fn a_rejected_gzip_file_is_not_called_truncated() {
-    let text: String = (0..300).map(|i| format!("line {i}: the loss went down\n")).collect();
+    let text: String = (0..300).map(|i| format!("\0\u{1}line {i}: the loss went down\n")).collect();
     let bytes = gzip(text.as_bytes());
     let whole = ingest("notes.txt.gz", &bytes, usize::MAX).unwrap_or_else(|why| panic!("{why}"));
     let chunked = ingest("notes.txt.gz", &bytes, 64).unwrap_or_else(|why| panic!("{why}"));
     for import in [&whole, &chunked] {
         invariants("notes.txt.gz", import).unwrap_or_else(|why| panic!("{why}"));
-        assert!(import.diagnostics.iter().any(|d| d.message.contains("not a trace")), "{}", listing(import));
+        assert!(import.diagnostics.iter().any(|d| d.message.contains("binary content")), "{}", listing(import));
         assert!(!import.diagnostics.iter().any(|d| d.message.contains("ends early")), "{}", listing(import));
     }
     assert_eq!(whole.stats, chunked.stats);

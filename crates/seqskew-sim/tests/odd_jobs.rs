@@ -190,7 +190,7 @@ fn odd_jobs_are_diagnosed_without_a_panic_and_with_finite_numbers() {
     for case in 0..400 {
         let job = job(&mut d);
         with_micro_batches += usize::from(job.workers.iter().any(|w| !w.micro_batches.is_empty()));
-        let assembled = Assembled { job, diagnostics: Vec::new() };
+        let assembled = Assembled { job, diagnostics: Vec::new(), failures: Vec::new() };
         let report = diagnose(&assembled, &[]);
         pipelines += usize::from(report.job.pp > 1);
         for (what, value) in numbers(&report) {

@@ -54,7 +54,7 @@ pub async fn collect(dropped: Dropped) -> Vec<InputFile> {
                     }
                 } else if entry.is_file() {
                     let name = entry.full_path().trim_start_matches('/').to_owned();
-                    if !top_level && !seqskew_core::import::is_trace_file_name(&name) {
+                    if !top_level && !seqskew_core::import::is_input_file_name(&name) {
                         continue;
                     }
                     let file_entry: FileSystemFileEntry = entry.unchecked_into();

@@ -62,6 +62,33 @@ pub fn peers_missing(job: &Job) -> Option<String> {
     report::peers_missing(job.workers.len(), job.world_size())
 }
 
+/// The report of inputs with no training steps (logs and dumps only): no straggler verdict,
+/// and a verification command from the failure diagnosis when there is one.
+fn without_steps(report: Report) -> Report {
+    let headline = match &report.failure {
+        Some(_) => {
+            "No training steps in the inputs (logs and dumps only): no straggler verdict; the failure is diagnosed above"
+        }
+        None => "No training steps in the inputs: no straggler verdict, and the logs show no failure",
+    };
+    let verify_command = report.failure.as_ref().map(|f| f.verify_command.clone()).unwrap_or_default();
+    Report {
+        verdict: report::Verdict {
+            primary: "inconclusive".into(),
+            confidence: "low".into(),
+            headline: headline.into(),
+            to_confirm: Some(
+                "a profiler trace or a step log of the job (see docs/capture.md) gives the straggler verdict".into(),
+            ),
+            ..report::Verdict::default()
+        },
+        signals: Vec::new(),
+        fix: report::Fix { summary: "See the failure's fix.".into(), ..report::Fix::default() },
+        verify_command,
+        ..report
+    }
+}
+
 /// Analyses an assembled job: the report, and the views the app plots. `inputs` are the files
 /// it came from (for the report).
 pub fn analyze(assembled: &Assembled, inputs: &[FileSummary]) -> Analysis {
@@ -269,7 +296,9 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
         verdict,
         fix,
         verify_command: verify_command(inputs),
+        failure: crate::failure::diagnose(&assembled.failures),
     };
+    let report = if job.workers.is_empty() { without_steps(report) } else { report };
     if wanted == Wanted::Report {
         return Analysis { report, views: views::Views::default() };
     }

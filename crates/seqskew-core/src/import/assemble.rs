@@ -13,6 +13,8 @@ pub struct Assembled {
     pub job: Job,
     /// Job-level findings (file-level ones stay with their [`FileImport`]).
     pub diagnostics: Vec<Diagnostic>,
+    /// What the files' logs and dumps say about a failure, in file order.
+    pub failures: Vec<crate::failure::FileEvidence>,
 }
 
 /// Moves every time of a worker by `delta` nanoseconds.
@@ -37,13 +39,21 @@ pub fn shift_worker(worker: &mut Worker, delta: Nanos) {
 
 /// Merges the files' workers into one job (copying them; see [`assemble_owned`]).
 pub fn assemble(files: &[FileImport]) -> Assembled {
-    assemble_workers(files.iter().flat_map(|f| f.workers.iter().cloned()))
+    let mut assembled = assemble_workers(files.iter().flat_map(|f| f.workers.iter().cloned()));
+    assembled.failures = files.iter().filter_map(|f| f.failure.clone()).collect();
+    assembled
 }
 
 /// [`assemble`], moving the workers out of the files instead of copying them: the browser's
 /// memory never shrinks, so a copy of every worker would raise its peak for good.
 pub fn assemble_owned(files: Vec<FileImport>) -> Assembled {
-    assemble_workers(files.into_iter().flat_map(|f| f.workers))
+    let mut failures = Vec::new();
+    let mut assembled = assemble_workers(files.into_iter().flat_map(|f| {
+        failures.extend(f.failure);
+        f.workers
+    }));
+    assembled.failures = failures;
+    assembled
 }
 
 fn assemble_workers(all: impl Iterator<Item = Worker>) -> Assembled {
@@ -94,7 +104,7 @@ fn assemble_workers(all: impl Iterator<Item = Worker>) -> Assembled {
     let job = Job { workers };
     diagnostics.extend(missing_ranks(&job));
     diagnostics.sort();
-    Assembled { job, diagnostics }
+    Assembled { job, diagnostics, failures: Vec::new() }
 }
 
 /// Gives workers whose input names their pipeline's ranks but no stage (Kineto traces) their

@@ -9,6 +9,7 @@
 mod assemble;
 mod chrome;
 mod events;
+mod failure_input;
 mod gzip;
 mod json;
 mod kineto;
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::diag::{Diagnostic, DiagnosticSink, Location, Severity};
 use crate::model::Worker;
+use failure_input::Document;
 
 pub use assemble::{Assembled, assemble, assemble_owned, measure_transfers};
 pub use sniff::{Format, sniff};
@@ -42,12 +44,16 @@ pub struct FileImport {
     pub workers: Vec<Worker>,
     pub stats: ImportStats,
     pub diagnostics: Vec<Diagnostic>,
+    /// What a log, an error file or a Flight Recorder dump says about a failure.
+    #[serde(default)]
+    pub failure: Option<crate::failure::FileEvidence>,
 }
 
 impl FileImport {
-    /// True when the file yielded something to analyse.
+    /// True when the file yielded something to analyse: steps, or a readable log or dump (a
+    /// log that shows no failure still answers "no failure found").
     pub fn is_usable(&self) -> bool {
-        self.workers.iter().any(|w| !w.steps.is_empty())
+        self.workers.iter().any(|w| !w.steps.is_empty()) || self.failure.is_some()
     }
 
     /// What `seqskew inspect` and the app's file list show of a file.
@@ -136,6 +142,11 @@ trait ContentParser {
     fn finish(self: Box<Self>, diags: &mut DiagnosticSink) -> (Vec<Worker>, ImportStats);
     /// About how many bytes of memory the parser holds (what it has gathered and its buffers).
     fn held_bytes(&self) -> usize;
+    /// At the end of content, before [`finish`](Self::finish): what the file says about a
+    /// failure (logs, error files and dumps; traces and step logs say nothing).
+    fn take_failure(&mut self, _diags: &mut DiagnosticSink) -> Option<crate::failure::FileEvidence> {
+        None
+    }
 }
 
 /// The memory a vector's elements take (not what they point to).
@@ -168,6 +179,10 @@ fn parser_for(format: Format, file: &str) -> Box<dyn ContentParser> {
         Format::ChromeTrace => Box::new(events::TraceDocument::new(chrome::ChromeBuilder::new(file))),
         Format::StepLogJsonl => Box::new(steplog::JsonlParser::new(file)),
         Format::StepLogCsv => Box::new(steplog::CsvParser::new(file)),
+        Format::Log => Box::new(failure_input::LogParser::new(file)),
+        Format::FlightRecorder => Box::new(failure_input::DocumentParser::new(file, Document::FlightPickle)),
+        Format::FlightRecorderJson => Box::new(failure_input::DocumentParser::new(file, Document::FlightJson)),
+        Format::ElasticErrorFile => Box::new(failure_input::DocumentParser::new(file, Document::ElasticErrorFile)),
     }
 }
 
@@ -211,9 +226,11 @@ impl std::fmt::Debug for FileIngest {
     }
 }
 
-/// Why a file of this format gave no steps, and how to record them.
-fn no_steps_message(format: Format) -> &'static str {
-    match format {
+/// Why a file of this format gave no steps, and how to record them; `None` for the formats
+/// that have none (logs, dumps).
+fn no_steps_message(format: Format) -> Option<&'static str> {
+    Some(match format {
+        Format::Log | Format::FlightRecorder | Format::FlightRecorderJson | Format::ElasticErrorFile => return None,
         Format::Kineto => {
             "no training steps found: no ProfilerStep#N spans (profile with a schedule, \
              `torch.profiler.schedule(...)`, and call `prof.step()` once per training step)"
@@ -223,7 +240,7 @@ fn no_steps_message(format: Format) -> &'static str {
              and no events with a `step` or `iteration` argument"
         }
         Format::StepLogJsonl | Format::StepLogCsv => "no training steps found: no row with a step, a rank and a time",
-    }
+    })
 }
 
 impl FileIngest {
@@ -394,20 +411,21 @@ impl FileIngest {
             }
         }
         let compressed = self.gzip.is_some();
-        let (format, workers, mut stats) = match std::mem::replace(&mut self.content, Content::Rejected) {
-            Content::Parsing(format, parser) => {
+        let (format, workers, mut stats, failure) = match std::mem::replace(&mut self.content, Content::Rejected) {
+            Content::Parsing(format, mut parser) => {
+                let failure = parser.take_failure(&mut self.diags);
                 let (workers, stats) = parser.finish(&mut self.diags);
-                (Some(format), workers, stats)
+                (Some(format), workers, stats, failure)
             }
-            Content::Sniffing(_) | Content::Rejected => (None, Vec::new(), ImportStats::default()),
+            Content::Sniffing(_) | Content::Rejected => (None, Vec::new(), ImportStats::default(), None),
         };
         stats.bytes_in = self.bytes_in;
         stats.bytes = self.bytes;
-        if let Some(format) = format
+        if let Some(message) = format.and_then(no_steps_message)
             && !workers.iter().any(|w| !w.steps.is_empty())
             && !self.diags.has_errors()
         {
-            self.diags.push(Severity::Error, None, no_steps_message(format));
+            self.diags.push(Severity::Error, None, message);
         }
         FileImport {
             file: self.diags.file().to_owned(),
@@ -416,16 +434,21 @@ impl FileIngest {
             workers,
             stats,
             diagnostics: self.diags.finish(),
+            failure,
         }
     }
 }
 
-/// Inside dropped or named folders only files named like traces are taken (a file given
-/// directly is always read, and its format is decided by its content).
-pub fn is_trace_file_name(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
+/// Inside dropped or named folders only files named like inputs are taken: traces and step
+/// logs (`.json`, `.jsonl`, `.csv`), logs (`.log`, `.txt`, `.out`, `.err`), dumps (`.pkl`,
+/// `.pickle`, and names ending in a rank such as `nccl_trace_rank_3`). A file given directly is
+/// always read, and its format is decided by its content.
+pub fn is_input_file_name(path: &str) -> bool {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path).to_ascii_lowercase();
     let name = name.strip_suffix(".gz").unwrap_or(&name);
-    [".json", ".jsonl", ".csv"].iter().any(|ext| name.ends_with(ext))
+    const EXTENSIONS: [&str; 9] = [".json", ".jsonl", ".csv", ".log", ".txt", ".out", ".err", ".pkl", ".pickle"];
+    EXTENSIONS.iter().any(|ext| name.ends_with(ext))
+        || (!name.contains('.') && crate::failure::log::file_rank(name).is_some())
 }
 
 /// Imports a whole file held in memory (tests, small inputs).

@@ -16,6 +16,14 @@ pub enum Format {
     /// seqskew step log, CSV.
     #[serde(rename = "steplog_csv")]
     StepLogCsv,
+    /// Any other text: a training or failure log (torchrun console, per-rank log, a paste).
+    Log,
+    /// A PyTorch Flight Recorder dump (pickle).
+    FlightRecorder,
+    /// A PyTorch Flight Recorder dump in its JSON form.
+    FlightRecorderJson,
+    /// torchrun's per-rank error file (`TORCHELASTIC_ERROR_FILE`, written by `@record`).
+    ElasticErrorFile,
 }
 
 impl Format {
@@ -25,6 +33,10 @@ impl Format {
             Format::ChromeTrace => "chrome_trace",
             Format::StepLogJsonl => "steplog_jsonl",
             Format::StepLogCsv => "steplog_csv",
+            Format::Log => "log",
+            Format::FlightRecorder => "flight_recorder",
+            Format::FlightRecorderJson => "flight_recorder_json",
+            Format::ElasticErrorFile => "elastic_error_file",
         }
     }
 
@@ -34,6 +46,10 @@ impl Format {
             Format::ChromeTrace => "Chrome trace",
             Format::StepLogJsonl => "seqskew step log (JSON Lines)",
             Format::StepLogCsv => "seqskew step log (CSV)",
+            Format::Log => "log",
+            Format::FlightRecorder => "PyTorch Flight Recorder dump",
+            Format::FlightRecorderJson => "PyTorch Flight Recorder dump (JSON)",
+            Format::ElasticErrorFile => "torchrun error file",
         }
     }
 }
@@ -60,6 +76,9 @@ const KINETO_MARKERS: &[&str] = &[
 /// Decides the format of content from its first bytes (at least [`super::SNIFF_BYTES`] unless the
 /// content is shorter). The error explains what the content looks like instead.
 pub fn sniff(head: &[u8]) -> Result<Format, String> {
+    if crate::failure::pickle::looks_like_pickle(head) {
+        return Ok(Format::FlightRecorder);
+    }
     let text = head.strip_prefix(super::BOM).unwrap_or(head);
     let start = text.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(text.len());
     let text = text.get(start..).unwrap_or_default();
@@ -67,9 +86,26 @@ pub fn sniff(head: &[u8]) -> Result<Format, String> {
         return Err("the file has no content".to_owned());
     };
     let has = |needle: &str| contains(text, needle.as_bytes());
+    let is_json = match first {
+        b'{' => starts_with_after_space(text.get(1..).unwrap_or_default(), b"\"}"),
+        b'[' => starts_with_after_space(text.get(1..).unwrap_or_default(), b"{[]\"0123456789-"),
+        _ => false,
+    };
+    let is_trace = has("\"traceEvents\"") || has("\"ph\"");
     match first {
-        b'{' if is_steplog_jsonl(text) => Ok(Format::StepLogJsonl),
-        b'{' | b'[' => {
+        // A trace names its events (`traceEvents`, `ph`); dumps and error files never do.
+        b'{' if is_json && !is_trace && crate::failure::flight::looks_like_json_dump(text) => {
+            Ok(Format::FlightRecorderJson)
+        }
+        b'{' if is_json
+            && !is_trace
+            && has("\"message\"")
+            && (has("\"py_callstack\"") || has("\"extraInfo\"") || has("\"errorTraits\"")) =>
+        {
+            Ok(Format::ElasticErrorFile)
+        }
+        b'{' if is_json && is_steplog_jsonl(text) => Ok(Format::StepLogJsonl),
+        b'{' | b'[' if is_json => {
             if KINETO_MARKERS.iter().any(|m| has(m)) {
                 Ok(Format::Kineto)
             } else if has("\"traceEvents\"") || has("\"ph\"") {
@@ -82,10 +118,17 @@ pub fn sniff(head: &[u8]) -> Result<Format, String> {
         }
         _ if is_steplog_csv(text) => Ok(Format::StepLogCsv),
         _ if looks_binary(text) => Err(
-            "not a trace: binary content (expected JSON, JSON Lines or CSV, optionally gzipped)".to_owned(),
+            "not an input seqskew reads: binary content (expected a trace, a step log, a log or a Flight Recorder dump, optionally gzipped)".to_owned(),
         ),
-        _ => Err("not a trace: text that is neither JSON nor a step-log CSV (its header must name the columns step and rank)".to_owned()),
+        // Any other text is a log: the failure scanner finds what it says, or says it found nothing.
+        _ => Ok(Format::Log),
     }
+}
+
+/// Whether the first non-space byte of `text` is one of `allowed`, or there is none (a JSON
+/// document cut after its opening bracket is still JSON).
+fn starts_with_after_space(text: &[u8], allowed: &[u8]) -> bool {
+    text.iter().find(|b| !b.is_ascii_whitespace()).is_none_or(|b| allowed.contains(b))
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -176,6 +219,22 @@ mod tests {
         check("   \n", Err("no content"));
         check(r#"{"hello": "world"}"#, Err("not a trace"));
         check("PK\u{3}\u{4}\u{0}\u{0}\u{0}\u{0}", Err("binary"));
-        check("time,loss\n1,2\n", Err("neither JSON nor a step-log CSV"));
+    }
+
+    #[test]
+    fn takes_other_text_for_a_log_and_recognises_failure_artefacts() {
+        check("time,loss\n1,2\n", Ok(Format::Log));
+        check("[rank0]: Traceback (most recent call last):\n", Ok(Format::Log));
+        check("[E709 17:05:38.162 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught", Ok(Format::Log));
+        check("{'loss': 2.3, 'epoch': 0.1}\n", Ok(Format::Log));
+        assert_eq!(sniff(b"\x80\x02}q\x00(X\x07\x00\x00\x00version"), Ok(Format::FlightRecorder));
+        check(
+            r#"{"version": "2.10", "pg_config": {}, "pg_status": {}, "entries": []}"#,
+            Ok(Format::FlightRecorderJson),
+        );
+        check(
+            r#"{"message": {"message": "RuntimeError: x", "extraInfo": {"py_callstack": "Traceback", "timestamp": "1"}}}"#,
+            Ok(Format::ElasticErrorFile),
+        );
     }
 }
