@@ -4,6 +4,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
+import { gunzipSync } from "node:zlib";
 import { join, resolve } from "node:path";
 import { serve } from "../../scripts/static-server.mjs";
 import { bundle, BUNDLE_BUDGET_GZIP } from "../../scripts/bundle-size.mjs";
@@ -237,8 +238,61 @@ test("compare mode: the fixed run against the example", async (t) => {
   await page.screenshot({ path: join(SHOTS, "compare.png"), fullPage: true });
 });
 
+/** The failed torchrun jobs made for the core's tests (in the repository, not ../shared). */
+const FAILURES = resolve("crates/seqskew-core/tests/fixtures/failures");
+function failureFile(relative) {
+  return { name: relative.split("/").pop(), bytes: readFileSync(join(FAILURES, relative)) };
+}
+
+/** Waits for the failed job's hooks on #verdict; returns [cause, initiating ranks]. */
+async function failureVerdict(page) {
+  await page.waitForSelector("#verdict[data-failure-cause]", { timeout: 90_000 });
+  const verdict = page.locator("#verdict");
+  return [await verdict.getAttribute("data-failure-cause"), await verdict.getAttribute("data-initiating")];
+}
+
+test("a failed job's console and dumps: the initiating rank first, read by a worker loaded only then", async (t) => {
+  const { page, guard } = await open(t);
+  await verdictFor(page, ["seqlen-imbalance.trace.json"]);
+  const failureBundle = () => guard.requests.some((r) => r.includes("seqskew-failure_bg.wasm"));
+  assert.ok(!failureBundle(), "the failure reader is not part of the first load");
+  await dropFiles(page, [
+    failureFile("raise/console.log.gz"),
+    ...[1, 2, 3].map((r) => failureFile(`raise/fr/nccl_trace_rank_${r}`)),
+  ]);
+  assert.deepEqual(await failureVerdict(page), ["crash", "2"]);
+  assert.ok(failureBundle(), "the failure reader was loaded on demand");
+  const panel = page.locator("#failure");
+  assert.match(await panel.locator(".headline").innerText(), /^Rank 2 failed on its own \(RuntimeError: injected failure on rank 2\)/);
+  assert.equal(await panel.locator(".initiating-ranks").innerText(), "2");
+  assert.match(await panel.locator(".failure-evidence").innerText(), /console\.log\.gz:\d+ — rank 2, initiating/);
+  assert.match(await panel.locator(".verify code").innerText(), /^seqskew check /);
+  assert.ok((await panel.locator(".progress-table").count()) > 0, "the progress of each rank per process group");
+  await page.screenshot({ path: join(SHOTS, "failure.png"), fullPage: true });
+});
+
+test("a pasted terminal: the killed rank", async (t) => {
+  const { page } = await open(t);
+  await verdictFor(page, ["seqlen-imbalance.trace.json"]);
+  const text = gunzipSync(readFileSync(join(FAILURES, "killed/console.log.gz"))).toString("utf8");
+  await page.fill("#paste", text);
+  await page.click("#paste-analyse");
+  assert.deepEqual(await failureVerdict(page), ["killed", "3"]);
+  assert.match(await page.locator("#failure .failure-evidence").innerText(), /pasted\.log:\d+/);
+});
+
+test("the log of a job that succeeded: no failure found, no guess", async (t) => {
+  const { page } = await open(t);
+  await verdictFor(page, ["seqlen-imbalance.trace.json"]);
+  await dropFiles(page, [failureFile("success/console.log")]);
+  await page.waitForSelector("#failure .no-failure", { timeout: 90_000 });
+  assert.match(await page.locator("#failure .no-failure").innerText(), /No failure found in console\.log/);
+  assert.equal(await page.locator("#verdict").getAttribute("data-failure-cause"), null);
+});
+
 test("the bundle stays within its budget, gzipped", () => {
   const sizes = bundle(DIST);
   assert.ok(sizes.wasm_bytes > 0 && sizes.js_bytes > 0, `a build in ${DIST}`);
+  assert.ok(sizes.on_demand_gzip > 0, "the failure worker is built, loaded on demand");
   assert.ok(sizes.total_gzip <= BUNDLE_BUDGET_GZIP, `${sizes.total_gzip} bytes gzipped, over the ${BUNDLE_BUDGET_GZIP}-byte budget`);
 });

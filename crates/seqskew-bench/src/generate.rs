@@ -79,7 +79,7 @@ fn config() -> Config {
 
 /// Runs `write` (given the path and a byte counter) unless `data/label` is already complete;
 /// returns the path and the uncompressed bytes written.
-fn cached(
+pub(crate) fn cached(
     data: &Path,
     label: &str,
     write: impl FnOnce(&Path, &Rc<Cell<u64>>) -> io::Result<()>,

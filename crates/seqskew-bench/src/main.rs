@@ -7,7 +7,11 @@
 //! and writes DIR/native.json. `seqskew-bench table DIR` turns DIR/native.json and the browser
 //! run's DIR/browser.json into the Markdown table (DIR/bench.md). `seqskew-bench ingest PATH`
 //! and `seqskew-bench analyze WORKERS STEPS [REPEAT]` are the measurements themselves (one line
-//! of JSON each). `scripts/bench` runs it all.
+//! of JSON each), and so are `seqskew-bench failure-log PATH` (a training log read, assembled
+//! and its failure diagnosed) and `seqskew-bench flight-recorder RANKS ENTRIES` (that many
+//! Flight Recorder dumps generated in memory, then imported and diagnosed; `--write DIR` writes
+//! them out instead); `seqskew-bench failures [--quick] [--log-mb N]` runs only those rows, as
+//! `run` does. `scripts/bench` runs it all.
 //!
 //! For comparing two builds: `seqskew-bench generate [--quick] [--out DIR]` writes (or finds)
 //! the inputs and prints their paths, and `seqskew-bench parse PATH...` times only the import
@@ -15,9 +19,11 @@
 //! `seqskew-bench fingerprint [--jobs N]` prints a digest of the whole analysis of each job of
 //! the labelled corpus and of a few large ones (two builds that print the same diagnose alike).
 
+mod failure;
 mod fingerprint;
 mod generate;
 mod measure;
+mod pickle;
 mod table;
 
 use std::path::PathBuf;
@@ -25,7 +31,7 @@ use std::process::ExitCode;
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: seqskew-bench run [--quick] [--out DIR] [--hta PYTHON SCRIPT]\n       seqskew-bench table DIR\n       seqskew-bench ingest PATH...\n       seqskew-bench parse PATH...\n       seqskew-bench generate [--quick] [--out DIR]\n       seqskew-bench fingerprint [--jobs N]\n       seqskew-bench analyze WORKERS STEPS [REPEAT]"
+        "usage: seqskew-bench run [--quick] [--out DIR] [--hta PYTHON SCRIPT] [--log-mb N]\n       seqskew-bench table DIR\n       seqskew-bench ingest PATH...\n       seqskew-bench parse PATH...\n       seqskew-bench generate [--quick] [--out DIR] [--log-mb N]\n       seqskew-bench failures [--quick] [--out DIR] [--log-mb N]\n       seqskew-bench failure-log PATH\n       seqskew-bench flight-recorder RANKS ENTRIES [--write DIR]\n       seqskew-bench fingerprint [--jobs N]\n       seqskew-bench analyze WORKERS STEPS [REPEAT]"
     );
     ExitCode::from(2)
 }
@@ -35,6 +41,7 @@ fn main() -> ExitCode {
     let after = |flag: &str, n: usize| args.iter().position(|a| a == flag).and_then(|i| args.get(i + n));
     let out_dir = || after("--out", 1).map_or_else(|| PathBuf::from("target/bench"), PathBuf::from);
     let quick = args.iter().any(|a| a == "--quick");
+    let log_mb = after("--log-mb", 1).and_then(|n| n.parse().ok());
     let result = match args.first().map(String::as_str) {
         Some("ingest") if args.len() >= 2 => measure::ingest(&args[1..].iter().map(PathBuf::from).collect::<Vec<_>>()),
         Some("analyze") if (3..=4).contains(&args.len()) => {
@@ -44,15 +51,26 @@ fn main() -> ExitCode {
             }
         }
         Some("parse") if args.len() >= 2 => measure::parse(&args[1..].iter().map(PathBuf::from).collect::<Vec<_>>()),
-        Some("generate") => measure::generate(&out_dir(), quick),
+        Some("generate") => measure::generate(&out_dir(), quick, log_mb),
+        Some("failure-log") if args.len() == 2 => failure::measure_log(&PathBuf::from(&args[1])),
+        Some("flight-recorder") if args.len() == 3 || args.len() == 5 => {
+            let write = after("--write", 1).map(PathBuf::from);
+            match (args[1].parse(), args[2].parse()) {
+                (Ok(ranks), Ok(entries)) if args.len() == 3 || write.is_some() => {
+                    failure::measure_flight(ranks, entries, write.as_deref())
+                }
+                _ => return usage(),
+            }
+        }
         Some("fingerprint") => fingerprint::run(after("--jobs", 1).and_then(|n| n.parse().ok())),
-        Some("run") => {
+        Some(command @ ("run" | "failures")) => {
             let plan = measure::Plan {
                 out: out_dir(),
                 quick,
                 hta: after("--hta", 1).zip(after("--hta", 2)).map(|(p, s)| (PathBuf::from(p), PathBuf::from(s))),
+                log_mb,
             };
-            measure::run_all(&plan)
+            if command == "run" { measure::run_all(&plan) } else { measure::failures_only(&plan) }
         }
         Some("table") if args.len() == 2 => table::write(&PathBuf::from(&args[1])),
         _ => return usage(),

@@ -13,6 +13,7 @@ use seqskew_sim::job::to_job;
 use seqskew_sim::{Simulation, preset};
 use serde::{Deserialize, Serialize};
 
+use crate::failure;
 use crate::generate::{Kind, input, job};
 
 /// What one child process measured.
@@ -29,7 +30,7 @@ pub struct Sample {
 }
 
 /// The process's peak resident set, MiB (Linux).
-fn peak_rss_mib() -> f64 {
+pub(crate) fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -181,6 +182,9 @@ pub struct Results {
     pub analyze: Vec<Measured>,
     /// Holistic Trace Analysis on the Kineto inputs (empty without `--hta`).
     pub hta: Vec<Measured>,
+    /// Failed jobs: a long console log scanned, a large job's Flight Recorder dumps diagnosed.
+    #[serde(default)]
+    pub failures: Vec<Measured>,
     /// The inputs, for the browser run: (label, path, uncompressed bytes).
     pub inputs: Vec<(String, PathBuf, u64)>,
     /// The whole job the browser drops: (label, path, bytes).
@@ -198,6 +202,8 @@ pub struct Plan {
     pub quick: bool,
     /// `python hta_bench.py`, to time HTA on the Kineto inputs.
     pub hta: Option<(PathBuf, PathBuf)>,
+    /// The failure log's size, MiB (`--log-mb`; by default the largest generated input's).
+    pub log_mb: Option<u64>,
 }
 
 fn machine() -> String {
@@ -279,15 +285,65 @@ fn sizes(quick: bool) -> &'static [(u64, &'static str)] {
     if quick { &[(20 << 20, "20 MB")] } else { &[(50 << 20, "50 MB"), (1 << 30, "1 GB")] }
 }
 
+/// The failure log's size in bytes: `log_mb` MiB, or the largest generated input's size.
+fn log_bytes(quick: bool, log_mb: Option<u64>) -> u64 {
+    log_mb.map_or_else(|| sizes(quick).iter().map(|&(b, _)| b).max().unwrap_or(20 << 20), |mb| mb << 20)
+}
+
+/// The Flight Recorder benchmark's job: ranks × entries per dump (fewer ranks for `--quick`).
+fn flight(quick: bool) -> (u32, u32) {
+    if quick { (1024, 200) } else { (4096, 200) }
+}
+
 /// Writes (or finds cached) the inputs `run` reads, and prints each one's label and path, so
-/// that two builds can be compared on them (`ingest`, `parse`) without a whole run.
-pub fn generate(out: &Path, quick: bool) -> Result<(), String> {
+/// that two builds can be compared on them (`ingest`, `parse`, `failure-log`) without a whole
+/// run.
+pub fn generate(out: &Path, quick: bool, log_mb: Option<u64>) -> Result<(), String> {
     for &(target, size) in sizes(quick) {
         for kind in Kind::ALL {
             let (path, bytes) = input(&out.join("data"), kind, target).map_err(|e| e.to_string())?;
             println!("{} {size}\t{}\t{bytes}", kind.name(), path.display());
         }
     }
+    let (path, bytes) = failure::log_input(&out.join("data"), log_bytes(quick, log_mb)).map_err(|e| e.to_string())?;
+    println!("failure log\t{}\t{bytes}", path.display());
+    Ok(())
+}
+
+/// Only the failed-job rows (`seqskew-bench failures`): measured as `run` measures them, printed
+/// as the table's section.
+pub fn failures_only(plan: &Plan) -> Result<(), String> {
+    let mut results = Results { machine: machine(), ..Results::default() };
+    failures(plan, if plan.quick { 2 } else { 3 }, &mut results)?;
+    let mut out = format!("Machine: {}.\n", results.machine);
+    crate::table::failures(&results, &mut out);
+    print!("{out}");
+    Ok(())
+}
+
+/// The failed-job rows: the log scanned (`runs` processes), the dumps diagnosed.
+fn failures(plan: &Plan, runs: usize, results: &mut Results) -> Result<(), String> {
+    let target = log_bytes(plan.quick, plan.log_mb);
+    eprintln!("generating a {} MiB training log…", target >> 20);
+    let (path, bytes) = failure::log_input(&plan.out.join("data"), target).map_err(|e| e.to_string())?;
+    let mut m =
+        Measured { what: "failure log scan".into(), size: format!("{:.0} MB", bytes as f64 / 1e6), runs: Vec::new() };
+    for run in 0..runs {
+        eprintln!("  failure log run {}/{runs}", run + 1);
+        m.runs.push(child(&["failure-log".into(), path.display().to_string()])?);
+    }
+    results.failures.push(m);
+    let (ranks, entries) = flight(plan.quick);
+    let mut m = Measured {
+        what: "Flight Recorder dumps".into(),
+        size: format!("{ranks} ranks × {entries} entries"),
+        runs: Vec::new(),
+    };
+    for run in 0..runs {
+        eprintln!("  {ranks} Flight Recorder dumps run {}/{runs}", run + 1);
+        m.runs.push(child(&["flight-recorder".into(), ranks.to_string(), entries.to_string()])?);
+    }
+    results.failures.push(m);
     Ok(())
 }
 
@@ -320,6 +376,7 @@ pub fn run_all(plan: &Plan) -> Result<(), String> {
     if !plan.quick {
         fixtures(plan, runs, &mut results)?;
     }
+    failures(plan, runs, &mut results)?;
     let (workers, steps) = if plan.quick { (16, 100) } else { (64, 500) };
     eprintln!("generating a {workers}×{steps} job…");
     let (path, bytes) = job(&data, workers, steps).map_err(|e| e.to_string())?;

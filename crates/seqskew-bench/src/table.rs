@@ -92,6 +92,28 @@ fn native(r: &Results, out: &mut String) {
     }
 }
 
+/// The failed-job rows: the log's scan rate, the dumps' time to a diagnosis.
+pub fn failures(r: &Results, out: &mut String) {
+    if r.failures.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n### Failed jobs (native, one core)\n");
+    let _ = writeln!(out, "| input | size | seconds | MB/s | peak RSS MiB | goal |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    for m in &r.failures {
+        let goal = if m.what.contains("log") { "≥ 300 MB/s" } else { "< 2 s in the browser" };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {goal} |",
+            m.what,
+            m.size,
+            show(of(m, |s| s.seconds), 2),
+            show(of(m, megabytes_per_second), 0),
+            show(of(m, |s| s.peak_rss_mib), 0),
+        );
+    }
+}
+
 fn numbers(v: Option<&Value>) -> Vec<f64> {
     v.and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default()
 }
@@ -215,6 +237,7 @@ pub fn write(dir: &Path) -> Result<(), String> {
     let results: Results = serde_json::from_str(&read("native.json")?).map_err(|e| format!("native.json: {e}"))?;
     let mut out = String::new();
     native(&results, &mut out);
+    failures(&results, &mut out);
     if let Ok(text) = read("browser.json") {
         let b: Value = serde_json::from_str(&text).map_err(|e| format!("browser.json: {e}"))?;
         browser(&b, &results, &mut out);

@@ -10,13 +10,14 @@ use yew::prelude::*;
 
 use crate::components::charts::Shared;
 use crate::components::drop_zone::{DropZone, on_input_change};
+use crate::components::failure::{self, FailurePanel};
 use crate::components::file_list;
 use crate::components::progress::ProgressBar;
 use crate::components::verdict::VerdictPanel;
 use crate::components::views::ViewsPanel;
 use crate::hash::{self, HashState};
 use crate::protocol::{InputFile, JsCodec, Request, Response, decode};
-use crate::state::{Action, AppState, Role};
+use crate::state::{Action, AppState, FailureState, Role};
 use crate::worker::{AnalysisWorker, WORKER_LOADER};
 
 impl Reducible for AppState {
@@ -45,6 +46,60 @@ fn spawn_worker(dispatch: UseReducerDispatcher<AppState>) -> WorkerBridge<Analys
             dispatch.dispatch(action);
         })
         .spawn_with_loader(WORKER_LOADER)
+}
+
+/// The failure worker (crates/seqskew-failure-worker), started when a run first has a log or
+/// a dump: the readers of failed jobs are not in the page's first bundle.
+struct FailureWorker {
+    worker: web_sys::Worker,
+    _on_message: Closure<dyn Fn(web_sys::MessageEvent)>,
+    _on_error: Closure<dyn Fn(Event)>,
+}
+
+fn spawn_failure_worker(dispatch: UseReducerDispatcher<AppState>) -> Result<FailureWorker, String> {
+    let worker = web_sys::Worker::new("./failure-worker.js").map_err(|e| format!("{e:?}"))?;
+    let on_message = {
+        let dispatch = dispatch.clone();
+        Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |event: web_sys::MessageEvent| {
+            let data = event.data();
+            let get = |key: &str| js_sys::Reflect::get(&data, &key.into()).unwrap_or(wasm_bindgen::JsValue::UNDEFINED);
+            let job = get("job").as_f64().map(|j| j as u32);
+            let result = match get("payload").dyn_into::<js_sys::Uint8Array>() {
+                Ok(payload) => decode(&payload).map(Rc::new),
+                Err(_) => Err(get("error").as_string().unwrap_or_else(|| "the failure reader gave no answer".into())),
+            };
+            dispatch.dispatch(Action::FailureRead { job, result });
+        })
+    };
+    let on_error = Closure::<dyn Fn(Event)>::new(move |_: Event| {
+        let result = Err("the failure reader could not start (seqskew-failure.js did not load)".to_owned());
+        dispatch.dispatch(Action::FailureRead { job: None, result });
+    });
+    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+    Ok(FailureWorker { worker, _on_message: on_message, _on_error: on_error })
+}
+
+/// Sends the files of `job` that are logs or dumps to the failure worker: `{job, files: [{name, blob}]}`.
+fn read_failures(worker: &FailureWorker, job: u32, files: &[&InputFile]) -> Result<(), String> {
+    let list = js_sys::Array::new();
+    for file in files {
+        let entry = js_sys::Object::new();
+        js_sys::Reflect::set(&entry, &"name".into(), &file.name.as_str().into()).map_err(|e| format!("{e:?}"))?;
+        js_sys::Reflect::set(&entry, &"blob".into(), &file.blob).map_err(|e| format!("{e:?}"))?;
+        list.push(&entry);
+    }
+    let message = js_sys::Object::new();
+    js_sys::Reflect::set(&message, &"job".into(), &f64::from(job).into()).map_err(|e| format!("{e:?}"))?;
+    js_sys::Reflect::set(&message, &"files".into(), &list).map_err(|e| format!("{e:?}"))?;
+    worker.worker.post_message(&message).map_err(|e| format!("{e:?}"))
+}
+
+/// Text pasted into `#paste`, as the file `pasted.log`.
+fn pasted_file(text: &str) -> Option<InputFile> {
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
+    let blob = web_sys::Blob::new_with_str_sequence(&parts).ok()?;
+    Some(InputFile { name: "pasted.log".into(), size: blob.size() as u64, blob })
 }
 
 /// What to load: files, or a simulated example.
@@ -114,6 +169,9 @@ async fn fetch_src(src: String) -> Result<InputFile, String> {
 pub fn app() -> Html {
     let state = use_reducer(|| AppState { nav: current_hash(), ..AppState::default() });
     let bridge: Rc<RefCell<Option<WorkerBridge<AnalysisWorker>>>> = use_mut_ref(|| None);
+    let failure_worker: Rc<RefCell<Option<FailureWorker>>> = use_mut_ref(|| None);
+    // The main run's files, so that its logs and dumps can go to the failure worker.
+    let main_inputs: Rc<RefCell<Vec<InputFile>>> = use_mut_ref(Vec::new);
     let next_job = use_mut_ref(|| 0u32);
     let embed = use_memo((), |_| embedded());
 
@@ -121,6 +179,7 @@ pub fn app() -> Html {
         let state = state.clone();
         let bridge = bridge.clone();
         let next_job = next_job.clone();
+        let main_inputs = main_inputs.clone();
         Callback::from(move |(load, role): (Load, Role)| {
             let (files, bytes) = match &load {
                 Load::Files(f) if f.is_empty() => return,
@@ -141,6 +200,12 @@ pub fn app() -> Html {
                 b.send(Request::Cancel { job: loading.progress.job });
             }
             state.dispatch(Action::Started { job, role, files, bytes });
+            if role == Role::Main {
+                *main_inputs.borrow_mut() = match &load {
+                    Load::Files(files) => files.clone(),
+                    Load::Example(_) => Vec::new(),
+                };
+            }
             if let Some(b) = slot.as_ref() {
                 b.send(match load {
                     Load::Files(files) => Request::Analyze { job, files },
@@ -169,6 +234,40 @@ pub fn app() -> Html {
                 "the link names {src:?}, which is not a relative same-origin URL; it was not loaded"
             ))),
             None => start.emit((Load::Example(EXAMPLE), Role::Main)),
+        });
+    }
+
+    // A new main run: its logs and dumps (the analysis worker recognises them and leaves them)
+    // go to the failure worker, started on first need.
+    {
+        let state = state.clone();
+        let main_ptr = state.main.as_ref().map(|m| Rc::as_ptr(m) as usize);
+        use_effect_with(main_ptr, move |_| {
+            let Some(main) = state.main.as_ref() else { return };
+            let inputs = main_inputs.borrow();
+            let wanted: Vec<&InputFile> = main
+                .files
+                .iter()
+                .filter(|f| f.format.is_some_and(seqskew_core::import::Format::is_failure_input))
+                .filter_map(|f| inputs.iter().find(|i| i.name == f.path))
+                .collect();
+            if wanted.is_empty() {
+                return;
+            }
+            let mut slot = failure_worker.borrow_mut();
+            if slot.is_none() {
+                match spawn_failure_worker(state.dispatcher()) {
+                    Ok(worker) => *slot = Some(worker),
+                    Err(why) => {
+                        return state.dispatch(Action::Failed(format!("the failure reader could not start: {why}")));
+                    }
+                }
+            }
+            let job = state.current_job;
+            state.dispatch(Action::FailureStarted { job });
+            if let Some(Err(why)) = slot.as_ref().map(|w| read_failures(w, job, &wanted)) {
+                state.dispatch(Action::FailureRead { job: Some(job), result: Err(why) });
+            }
         });
     }
 
@@ -206,6 +305,18 @@ pub fn app() -> Html {
         let start = start.clone();
         Callback::from(move |files: Vec<InputFile>| start.emit((Load::Files(files), Role::After)))
     };
+    let paste = use_node_ref();
+    let analyse_paste = {
+        let on_files = on_files.clone();
+        let paste = paste.clone();
+        Callback::from(move |_: MouseEvent| {
+            let Some(area) = paste.cast::<web_sys::HtmlTextAreaElement>() else { return };
+            let text = area.value();
+            if let (false, Some(file)) = (text.trim().is_empty(), pasted_file(&text)) {
+                on_files.emit(vec![file]);
+            }
+        })
+    };
     let load_example = {
         let start = start.clone();
         Callback::from(move |_: MouseEvent| start.emit((Load::Example(EXAMPLE), Role::Main)))
@@ -241,6 +352,11 @@ pub fn app() -> Html {
         let state = state.clone();
         Callback::from(move |_: MouseEvent| {
             let Some(report) = state.main.as_ref().and_then(|m| m.analysis.as_ref()).map(|a| &a.report) else { return };
+            // The failure worker's diagnosis belongs in the report too.
+            let mut report = report.clone();
+            if let FailureState::Done(reading) = &state.failure {
+                report.failure.clone_from(&reading.failure);
+            }
             if markdown {
                 download("seqskew-report.md", "text/markdown", &report.to_markdown());
             } else {
@@ -258,12 +374,12 @@ pub fn app() -> Html {
             if !*embed {
                 <header class="top">
                     <h1>{"seqskew"}</h1>
-                    <p class="tagline">{"Why does your distributed training job straggle? Drop PyTorch profiler traces, Chrome traces or step logs (files or folders). "}
+                    <p class="tagline">{"Why does your distributed training job straggle, or why did it fail? Drop PyTorch profiler traces, Chrome traces, step logs, torchrun logs or Flight Recorder dumps (files or folders). "}
                         <strong>{"Nothing leaves your browser."}</strong></p>
                     <nav class="actions" aria-label="Actions">
                         <label class="button" for="file-input">{"Open files…"}</label>
                         <input id="file-input" class="visually-hidden" type="file" multiple=true
-                            accept=".json,.gz,.jsonl,.csv" onchange={on_input_change(on_files.clone())} />
+                            onchange={on_input_change(on_files.clone())} />
                         <label class="button" for="folder-input">{"Open folder…"}</label>
                         <input id="folder-input" class="visually-hidden" type="file" webkitdirectory=true multiple=true
                             onchange={on_input_change(on_files.clone())} />
@@ -273,7 +389,7 @@ pub fn app() -> Html {
                         }
                         <label class="button" for="compare-input" title="Load the run after a fix to compare">{"Compare with…"}</label>
                         <input id="compare-input" class="visually-hidden" type="file" multiple=true
-                            accept=".json,.gz,.jsonl,.csv" onchange={on_input_change(on_compare_files)} />
+                            onchange={on_input_change(on_compare_files)} />
                         <button onclick={export(false)} disabled={analysis.is_none()}>{"Report JSON"}</button>
                         <button onclick={export(true)} disabled={analysis.is_none()}>{"Report Markdown"}</button>
                     </nav>
@@ -288,7 +404,9 @@ pub fn app() -> Html {
             if let Some(loading) = &state.loading {
                 <ProgressBar progress={loading.progress} on_cancel={cancel} />
             }
-            <VerdictPanel files={AttrValue::from(files)} analysis={analysis} pending={state.loading.is_some()} on_show_files={show_files} />
+            <FailurePanel failure={state.failure.clone()} />
+            <VerdictPanel files={AttrValue::from(files)} analysis={analysis} pending={state.loading.is_some()} on_show_files={show_files}
+                failure={failure::hooks(&state.failure)} />
             if let Some(main) = main {
                 <ViewsPanel state={state.clone()} main={main} after={state.after.clone()} embed={*embed} />
             }
@@ -296,6 +414,11 @@ pub fn app() -> Html {
                 { file_list::timing(main) }
             }
             if !*embed {
+                <section class="paste" aria-label="Paste a terminal">
+                    <label for="paste">{"Or paste what the terminal of a failed job shows (tracebacks, torchrun's report):"}</label>
+                    <textarea id="paste" ref={paste} rows="3" spellcheck="false" />
+                    <button id="paste-analyse" onclick={analyse_paste}>{"Analyse the pasted text"}</button>
+                </section>
                 <p class="drop-hint">{"Drop trace files or folders anywhere on this page. They are read here, in your browser; nothing is uploaded."}</p>
             }
         </DropZone>

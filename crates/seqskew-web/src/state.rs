@@ -3,6 +3,8 @@
 
 use std::rc::Rc;
 
+use seqskew_core::failure::Reading;
+
 use crate::hash::{HashState, View};
 use crate::protocol::{JobResult, Progress};
 
@@ -35,6 +37,23 @@ pub struct AppState {
     pub worker_crashed: bool,
     /// View, focused step and worker, zoom (mirrored in the URL hash).
     pub nav: HashState,
+    /// What the failure worker made of the main run's logs and dumps.
+    pub failure: FailureState,
+}
+
+/// The failure worker's part of the main run: it reads the logs and dumps the analysis worker
+/// recognised but leaves to it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum FailureState {
+    /// The run has no log or dump.
+    #[default]
+    None,
+    Reading {
+        job: u32,
+    },
+    Done(Rc<Reading>),
+    /// The failure worker could not start or read.
+    Error(String),
 }
 
 #[derive(Clone, Debug)]
@@ -65,6 +84,15 @@ pub enum Action {
     /// The hash changed (back/forward, a pasted link).
     Navigate(HashState),
     CloseCompare,
+    /// The main run's logs and dumps went to the failure worker.
+    FailureStarted {
+        job: u32,
+    },
+    /// The failure worker's answer for `job` (`None`: it could not start, whatever the job).
+    FailureRead {
+        job: Option<u32>,
+        result: Result<Rc<Reading>, String>,
+    },
 }
 
 impl AppState {
@@ -73,6 +101,9 @@ impl AppState {
         match action {
             Action::Started { job, role, files, bytes } => {
                 next.current_job = job;
+                if role == Role::Main {
+                    next.failure = FailureState::None;
+                }
                 next.worker_crashed = false;
                 next.loading = Some(Loading {
                     role,
@@ -124,6 +155,17 @@ impl AppState {
             Action::FocusWorker(w) => next.nav.worker = w,
             Action::Zoom(z) => next.nav.zoom = z,
             Action::Navigate(h) => next.nav = h,
+            Action::FailureStarted { job } => next.failure = FailureState::Reading { job },
+            Action::FailureRead { job, result } => {
+                let waiting =
+                    matches!(self.failure, FailureState::Reading { job: j } if job.is_none_or(|job| job == j));
+                if waiting {
+                    next.failure = match result {
+                        Ok(reading) => FailureState::Done(reading),
+                        Err(why) => FailureState::Error(why),
+                    };
+                }
+            }
             Action::CloseCompare => {
                 next.after = None;
                 if next.nav.view == View::Compare {
@@ -179,6 +221,21 @@ mod tests {
         let s = s.reduce(Action::Started { job: 3, role: Role::Main, files: 1, bytes: 1 });
         let s = s.reduce(Action::Finished { job: 3, result: result(4) });
         assert!(s.after.is_none() && s.nav.view == View::Timeline);
+    }
+
+    #[test]
+    fn only_the_current_runs_failure_reading_is_kept() {
+        let s = AppState::default().reduce(Action::Started { job: 1, role: Role::Main, files: 1, bytes: 1 });
+        let s = s.reduce(Action::FailureStarted { job: 1 });
+        let s = s.reduce(Action::Started { job: 2, role: Role::Main, files: 1, bytes: 1 });
+        assert_eq!(s.failure, FailureState::None, "a new run forgets the old one's failure");
+        let s = s.reduce(Action::FailureStarted { job: 2 });
+        let late = s.reduce(Action::FailureRead { job: Some(1), result: Ok(Rc::new(Reading::default())) });
+        assert_eq!(late.failure, FailureState::Reading { job: 2 });
+        let done = s.reduce(Action::FailureRead { job: None, result: Err("could not start".into()) });
+        assert_eq!(done.failure, FailureState::Error("could not start".into()));
+        let after = done.reduce(Action::Started { job: 3, role: Role::After, files: 1, bytes: 1 });
+        assert_eq!(after.failure, done.failure, "loading the run after a fix keeps the main run's failure");
     }
 
     #[test]

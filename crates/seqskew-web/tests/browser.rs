@@ -122,9 +122,14 @@ mod components {
     #[wasm_bindgen_test]
     async fn the_verdict_exposes_its_hooks_once_analysed() {
         let analysis = Some(Shared(Rc::new(Analysis { report: report(), ..Analysis::default() })));
-        let root =
-            render(Props { files: "a.json,b.json".into(), analysis, pending: false, on_show_files: Callback::noop() })
-                .await;
+        let root = render(Props {
+            files: "a.json,b.json".into(),
+            analysis,
+            pending: false,
+            on_show_files: Callback::noop(),
+            failure: None,
+        })
+        .await;
         let v = root.query_selector("#verdict").unwrap().expect("#verdict");
         assert_eq!(v.get_attribute("data-cause").as_deref(), Some("slow_worker"));
         assert_eq!(v.get_attribute("data-files").as_deref(), Some("a.json,b.json"));
@@ -151,7 +156,8 @@ mod components {
             let shown = shown.clone();
             Callback::from(move |()| shown.set(true))
         };
-        let root = render(Props { files: "a.json".into(), analysis, pending: false, on_show_files }).await;
+        let root =
+            render(Props { files: "a.json".into(), analysis, pending: false, on_show_files, failure: None }).await;
         let problems = root.query_selector("#verdict .input-problems").unwrap().expect("the input problems");
         assert_eq!(problems.query_selector_all("li").unwrap().length(), 5, "at most five, information left out");
         let text = problems.text_content().unwrap_or_default();
@@ -162,9 +168,14 @@ mod components {
         assert!(shown.get(), "the button shows the files");
 
         let clean = Some(Shared(Rc::new(Analysis { report: report(), ..Analysis::default() })));
-        let root =
-            render(Props { files: "a.json".into(), analysis: clean, pending: false, on_show_files: Callback::noop() })
-                .await;
+        let root = render(Props {
+            files: "a.json".into(),
+            analysis: clean,
+            pending: false,
+            on_show_files: Callback::noop(),
+            failure: None,
+        })
+        .await;
         assert!(root.query_selector(".input-problems").unwrap().is_none(), "no problems, no list");
     }
 
@@ -173,9 +184,14 @@ mod components {
         use seqskew_core::report::CauseShare;
         let labels = |r: Report| async move {
             let analysis = Some(Shared(Rc::new(Analysis { report: r, ..Analysis::default() })));
-            let root =
-                render(Props { files: "a.json".into(), analysis, pending: false, on_show_files: Callback::noop() })
-                    .await;
+            let root = render(Props {
+                files: "a.json".into(),
+                analysis,
+                pending: false,
+                on_show_files: Callback::noop(),
+                failure: None,
+            })
+            .await;
             let label = root.query_selector("#verdict .shares .share-label").unwrap().expect("a share");
             label.text_content().unwrap_or_default()
         };
@@ -190,8 +206,14 @@ mod components {
 
     #[wasm_bindgen_test]
     async fn while_analysing_the_hooks_are_absent() {
-        let root =
-            render(Props { files: "".into(), analysis: None, pending: true, on_show_files: Callback::noop() }).await;
+        let root = render(Props {
+            files: "".into(),
+            analysis: None,
+            pending: true,
+            on_show_files: Callback::noop(),
+            failure: None,
+        })
+        .await;
         let v = root.query_selector("#verdict").unwrap().expect("#verdict");
         assert_eq!(v.get_attribute("data-cause"), None);
         assert_eq!(v.get_attribute("aria-busy").as_deref(), Some("true"));

@@ -62,6 +62,17 @@ pub fn peers_missing(job: &Job) -> Option<String> {
     report::peers_missing(job.workers.len(), job.world_size())
 }
 
+/// What the logs and dumps say about a failure (none in a build without their readers).
+fn failure_of(assembled: &Assembled) -> Option<report::Failure> {
+    #[cfg(feature = "failure")]
+    return crate::failure::diagnose(&assembled.failures);
+    #[cfg(not(feature = "failure"))]
+    {
+        let _ = assembled;
+        None
+    }
+}
+
 /// The report of inputs with no training steps (logs and dumps only): no straggler verdict,
 /// and a verification command from the failure diagnosis when there is one.
 fn without_steps(report: Report) -> Report {
@@ -296,7 +307,7 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
         verdict,
         fix,
         verify_command: verify_command(inputs),
-        failure: crate::failure::diagnose(&assembled.failures),
+        failure: failure_of(assembled),
     };
     let report = if job.workers.is_empty() { without_steps(report) } else { report };
     if wanted == Wanted::Report {

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use memchr::memmem;
 
 use super::line::{self, Prefixes, Said};
-use super::{Event, EventKind, FileEvidence, clock};
+use super::{Event, EventKind, FileEvidence, clock, file_rank};
 
 /// At most this many events are kept per file; the rest are counted.
 pub const MAX_EVENTS: usize = 4096;
@@ -333,33 +333,6 @@ fn failure_block(window: &[u8], start: usize, exitcode_value: &str) -> Option<(S
     Some((Said { kind, pg_rank: None, pg: None }, rank, time))
 }
 
-/// The rank a file's name or place says: `nccl_trace_rank_3`, `rank3.log`, `rank-3.txt`,
-/// `worker_3.err`, or torchrun's `--log-dir` layout `attempt_0/3/stderr.log` (a local rank,
-/// equal to the global one on a single node).
-pub fn file_rank(path: &str) -> Option<u32> {
-    let mut parts = path.rsplit(['/', '\\']);
-    let name = parts.next()?;
-    let parent = parts.next();
-    let grandparent = parts.next();
-    if let (Some(dir), Some(attempt)) = (parent, grandparent)
-        && attempt.starts_with("attempt_")
-        && let Ok(rank) = dir.parse()
-    {
-        return Some(rank);
-    }
-    let stem = name.split('.').next()?;
-    let lower = stem.to_ascii_lowercase();
-    for marker in ["rank", "worker", "proc"] {
-        if let Some(at) = lower.rfind(marker) {
-            let tail = lower.get(at + marker.len()..)?.trim_start_matches(['_', '-']);
-            if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) {
-                return tail.parse().ok();
-            }
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,21 +410,5 @@ Root Cause (first observed failure):
         assert_eq!((event.line, event.rank, &event.kind), (100_001, Some(1), &EventKind::OutOfMemory));
         assert_eq!(evidence.lines, 200_001);
         assert_eq!(evidence.ranks_seen, [1]);
-    }
-
-    #[test]
-    fn names_ranks_from_file_layouts() {
-        let cases = [
-            ("/tmp/nccl_trace_rank_3", Some(3)),
-            ("logs/rank12.log", Some(12)),
-            ("logs/rank-2.txt.gz", Some(2)),
-            ("run/attempt_0/5/stderr.log", Some(5)),
-            ("worker_7.err", Some(7)),
-            ("console.log", None),
-            ("ranks.txt", None),
-        ];
-        for (path, rank) in cases {
-            assert_eq!(file_rank(path), rank, "{path}");
-        }
     }
 }

@@ -2,22 +2,56 @@
 //! Recorder dumps say about a failure, and the diagnosis drawn from them (which rank initiated
 //! it, which ranks only failed because they waited for it, the cause, the fix).
 //!
-//! The importers turn each file into one [`FileEvidence`] (a log through [`log`], a dump through
-//! [`flight`]); [`diagnose`] reads every file's evidence together and writes the report's
+//! The importers turn each file into one [`FileEvidence`] (a log through `log`, a dump through
+//! `pickle` and `dump`); `diagnose` reads every file's evidence together and writes the report's
 //! [`Failure`](crate::report::Failure). Ranks are global ranks wherever the inputs say so: NCCL's
 //! own `[Rank N]` is a rank within a process group and is kept apart ([`Event::pg_rank`]).
+//!
+//! The readers and the diagnosis are the crate's `failure` feature (on by default): the
+//! browser's page leaves them out of its first bundle and loads them in a worker of their own
+//! when a dropped file is a log or a dump. The model here, and the sniffing, are always built.
 
+#[cfg(feature = "failure")]
 pub mod clock;
+#[cfg(feature = "failure")]
 pub mod diagnose;
+#[cfg(feature = "failure")]
+pub mod dump;
+#[cfg(feature = "failure")]
 mod fix;
 pub mod flight;
+#[cfg(feature = "failure")]
 pub mod line;
+#[cfg(feature = "failure")]
 pub mod log;
+#[cfg(feature = "failure")]
 pub mod pickle;
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "failure")]
 pub use diagnose::diagnose;
+
+/// True when the bytes start like a pickle of protocol 2..=5 (0x80 then 2..=5): what a Flight
+/// Recorder dump starts with (the sniffer's test).
+pub fn looks_like_pickle(prefix: &[u8]) -> bool {
+    matches!(prefix, [0x80, 2..=5, ..])
+}
+
+/// What the failure readers make of a set of files: the diagnosis, and each file at a glance
+/// (its format and what was wrong with it). The browser's failure worker sends this to the page.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reading {
+    pub failure: Option<crate::report::Failure>,
+    pub files: Vec<crate::import::FileSummary>,
+}
+
+/// The [`Reading`] of imported files.
+#[cfg(feature = "failure")]
+pub fn reading(imports: &[crate::import::FileImport]) -> Reading {
+    let evidence: Vec<FileEvidence> = imports.iter().filter_map(|i| i.failure.clone()).collect();
+    Reading { failure: diagnose(&evidence), files: imports.iter().map(crate::import::FileImport::summary).collect() }
+}
 
 /// What one file says about a failure.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -123,4 +157,52 @@ impl EventKind {
 /// SIGTERM (and SIGINT) are what the agent sends the survivors; a clean exit is not a failure.
 fn exit_is_collateral(exitcode: i32, signal: Option<&str>) -> bool {
     exitcode == 0 || exitcode == -15 || exitcode == -2 || matches!(signal, Some("SIGTERM" | "SIGINT"))
+}
+
+/// The rank a file's name or place says: `nccl_trace_rank_3`, `rank3.log`, `rank-3.txt`,
+/// `worker_3.err`, or torchrun's `--log-dir` layout `attempt_0/3/stderr.log` (a local rank,
+/// equal to the global one on a single node).
+pub fn file_rank(path: &str) -> Option<u32> {
+    let mut parts = path.rsplit(['/', '\\']);
+    let name = parts.next()?;
+    let parent = parts.next();
+    let grandparent = parts.next();
+    if let (Some(dir), Some(attempt)) = (parent, grandparent)
+        && attempt.starts_with("attempt_")
+        && let Ok(rank) = dir.parse()
+    {
+        return Some(rank);
+    }
+    let stem = name.split('.').next()?;
+    let lower = stem.to_ascii_lowercase();
+    for marker in ["rank", "worker", "proc"] {
+        if let Some(at) = lower.rfind(marker) {
+            let tail = lower.get(at + marker.len()..)?.trim_start_matches(['_', '-']);
+            if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) {
+                return tail.parse().ok();
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_ranks_from_file_layouts() {
+        let cases = [
+            ("/tmp/nccl_trace_rank_3", Some(3)),
+            ("logs/rank12.log", Some(12)),
+            ("logs/rank-2.txt.gz", Some(2)),
+            ("run/attempt_0/5/stderr.log", Some(5)),
+            ("worker_7.err", Some(7)),
+            ("console.log", None),
+            ("ranks.txt", None),
+        ];
+        for (path, rank) in cases {
+            assert_eq!(file_rank(path), rank, "{path}");
+        }
+    }
 }

@@ -135,11 +135,6 @@ pub fn decode_with(bytes: &[u8], limits: &Limits) -> Result<Value, PickleError> 
     }
 }
 
-/// True when the bytes start like a pickle of protocol 2..=5 (0x80 then 2..=5) — used by the format sniffer.
-pub fn looks_like_pickle(prefix: &[u8]) -> bool {
-    matches!(prefix, [0x80, 2..=5, ..])
-}
-
 /// The opcode bytes, in the order of Python's `pickle.py`, and their names (for messages) in
 /// the same order. A byte not listed is not an opcode.
 const OPS: &[u8] = b"(.012FIJKLMNPQRSTUVXabcd}eghijl]opqrst)uG\x80\x81\x82\x83\x84\x85\x86\x87\x88\x89\x8a\x8bBC\
@@ -834,7 +829,7 @@ mod tests {
     fn a_flight_recorder_dump_in_every_protocol() {
         for (p, bytes) in all_protocols().iter().enumerate() {
             assert_eq!(decode(bytes), Ok(flight_recorder()), "protocol {p}");
-            assert_eq!(looks_like_pickle(bytes), p >= 2, "protocol {p}");
+            assert_eq!(super::super::looks_like_pickle(bytes), p >= 2, "protocol {p}");
         }
         let dump = decode(FR_P2).unwrap();
         let entry = &dump.get("entries").unwrap().items()[0];

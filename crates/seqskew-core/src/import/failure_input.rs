@@ -4,7 +4,7 @@
 use super::{ContentParser, ImportStats};
 use crate::diag::{DiagnosticSink, Severity};
 use crate::failure::line;
-use crate::failure::{Event, EventKind, FileEvidence, clock, flight, log, pickle};
+use crate::failure::{Event, EventKind, FileEvidence, clock, dump, log, pickle};
 use crate::model::Worker;
 
 /// Any text: a console, a per-rank log, a terminal paste.
@@ -94,7 +94,7 @@ impl DocumentParser {
     }
 
     fn read(&self) -> Result<FileEvidence, String> {
-        let file_rank = log::file_rank(&self.file);
+        let file_rank = crate::failure::file_rank(&self.file);
         let evidence = |events, flight| FileEvidence {
             file: self.file.clone(),
             file_rank,
@@ -105,12 +105,12 @@ impl DocumentParser {
         match self.kind {
             Document::FlightPickle => {
                 let value = pickle::decode(&self.bytes).map_err(|e| format!("not a readable pickle: {e}"))?;
-                Ok(evidence(Vec::new(), Some(flight::read(&value)?)))
+                Ok(evidence(Vec::new(), Some(dump::read(&value)?)))
             }
             Document::FlightJson => {
                 let json: serde_json::Value =
                     serde_json::from_slice(&self.bytes).map_err(|e| format!("not valid JSON: {e}"))?;
-                Ok(evidence(Vec::new(), Some(flight::read(&flight::from_json(&json))?)))
+                Ok(evidence(Vec::new(), Some(dump::read(&dump::from_json(&json))?)))
             }
             Document::ElasticErrorFile => {
                 let json: serde_json::Value =

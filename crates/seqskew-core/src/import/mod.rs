@@ -9,6 +9,7 @@
 mod assemble;
 mod chrome;
 mod events;
+#[cfg(feature = "failure")]
 mod failure_input;
 mod gzip;
 mod json;
@@ -25,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::diag::{Diagnostic, DiagnosticSink, Location, Severity};
 use crate::model::Worker;
+#[cfg(feature = "failure")]
 use failure_input::Document;
 
 pub use assemble::{Assembled, assemble, assemble_owned, measure_transfers};
@@ -44,8 +46,9 @@ pub struct FileImport {
     pub workers: Vec<Worker>,
     pub stats: ImportStats,
     pub diagnostics: Vec<Diagnostic>,
-    /// What a log, an error file or a Flight Recorder dump says about a failure.
-    #[serde(default)]
+    /// What a log, an error file or a Flight Recorder dump says about a failure. Not sent
+    /// between workers: the reader that has the `failure` feature diagnoses where it reads.
+    #[serde(skip)]
     pub failure: Option<crate::failure::FileEvidence>,
 }
 
@@ -179,10 +182,34 @@ fn parser_for(format: Format, file: &str) -> Box<dyn ContentParser> {
         Format::ChromeTrace => Box::new(events::TraceDocument::new(chrome::ChromeBuilder::new(file))),
         Format::StepLogJsonl => Box::new(steplog::JsonlParser::new(file)),
         Format::StepLogCsv => Box::new(steplog::CsvParser::new(file)),
+        #[cfg(feature = "failure")]
         Format::Log => Box::new(failure_input::LogParser::new(file)),
+        #[cfg(feature = "failure")]
         Format::FlightRecorder => Box::new(failure_input::DocumentParser::new(file, Document::FlightPickle)),
+        #[cfg(feature = "failure")]
         Format::FlightRecorderJson => Box::new(failure_input::DocumentParser::new(file, Document::FlightJson)),
+        #[cfg(feature = "failure")]
         Format::ElasticErrorFile => Box::new(failure_input::DocumentParser::new(file, Document::ElasticErrorFile)),
+        #[cfg(not(feature = "failure"))]
+        Format::Log | Format::FlightRecorder | Format::FlightRecorderJson | Format::ElasticErrorFile => {
+            Box::new(Deferred)
+        }
+    }
+}
+
+/// A log or dump in a build without the `failure` readers: recognised, not read, left for a
+/// reader that has them (the page hands such files to its failure worker).
+#[cfg(not(feature = "failure"))]
+struct Deferred;
+
+#[cfg(not(feature = "failure"))]
+impl ContentParser for Deferred {
+    fn feed(&mut self, _: &[u8], _: &mut DiagnosticSink) {}
+    fn finish(self: Box<Self>, _: &mut DiagnosticSink) -> (Vec<Worker>, ImportStats) {
+        (Vec::new(), ImportStats::default())
+    }
+    fn held_bytes(&self) -> usize {
+        0
     }
 }
 
@@ -448,7 +475,7 @@ pub fn is_input_file_name(path: &str) -> bool {
     let name = name.strip_suffix(".gz").unwrap_or(&name);
     const EXTENSIONS: [&str; 9] = [".json", ".jsonl", ".csv", ".log", ".txt", ".out", ".err", ".pkl", ".pickle"];
     EXTENSIONS.iter().any(|ext| name.ends_with(ext))
-        || (!name.contains('.') && crate::failure::log::file_rank(name).is_some())
+        || (!name.contains('.') && crate::failure::file_rank(name).is_some())
 }
 
 /// Imports a whole file held in memory (tests, small inputs).

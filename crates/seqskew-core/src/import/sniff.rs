@@ -40,6 +40,12 @@ impl Format {
         }
     }
 
+    /// A failed job's artefact (a log, an error file, a Flight Recorder dump), read by the
+    /// `failure` readers rather than into steps.
+    pub fn is_failure_input(self) -> bool {
+        matches!(self, Format::Log | Format::FlightRecorder | Format::FlightRecorderJson | Format::ElasticErrorFile)
+    }
+
     pub fn describe(self) -> &'static str {
         match self {
             Format::Kineto => "PyTorch profiler (Kineto) trace",
@@ -76,7 +82,7 @@ const KINETO_MARKERS: &[&str] = &[
 /// Decides the format of content from its first bytes (at least [`super::SNIFF_BYTES`] unless the
 /// content is shorter). The error explains what the content looks like instead.
 pub fn sniff(head: &[u8]) -> Result<Format, String> {
-    if crate::failure::pickle::looks_like_pickle(head) {
+    if crate::failure::looks_like_pickle(head) {
         return Ok(Format::FlightRecorder);
     }
     let text = head.strip_prefix(super::BOM).unwrap_or(head);

@@ -12,7 +12,7 @@ use seqskew_plot::plotters::prelude::*;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
-use crate::app::{download, download_url};
+use crate::app::download_url;
 use crate::components::timeline::Timeline;
 use crate::hash::View;
 use crate::protocol::JobResult;
@@ -59,17 +59,6 @@ pub fn draw<DB: DrawingBackend>(kind: &ChartKind, area: &DrawingArea<DB, Shift>)
             seqskew_plot::step_series(area, &data)
         }
     }
-}
-
-/// The chart as SVG text (for export).
-pub fn svg(kind: &ChartKind, size: (u32, u32)) -> String {
-    let mut out = String::new();
-    {
-        let area = SVGBackend::with_string(&mut out, size).into_drawing_area();
-        let _ = draw(kind, &area);
-        let _ = area.present();
-    }
-    out
 }
 
 #[derive(Properties, PartialEq)]
@@ -121,19 +110,12 @@ pub fn chart(props: &ChartProps) -> Html {
             }
         })
     };
-    let svg_export = {
-        let kind = props.kind.clone();
-        let name = props.name.clone();
-        let size = *size;
-        Callback::from(move |_: MouseEvent| download(&format!("{name}.svg"), "image/svg+xml", &svg(&kind, size)))
-    };
     html! {
         <figure class="chart" id={format!("chart-{}", props.name)}>
             <div class="chart-bar">
                 <h3>{props.title.clone()}</h3>
                 {props.controls.clone()}
                 <button onclick={png} aria-label={format!("Download {} as PNG", props.title)}>{"PNG"}</button>
-                <button onclick={svg_export} aria-label={format!("Download {} as SVG", props.title)}>{"SVG"}</button>
             </div>
             <canvas ref={canvas} role="img" aria-label={props.description.clone()} height={props.height.to_string()}></canvas>
         </figure>

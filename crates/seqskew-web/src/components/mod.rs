@@ -2,6 +2,7 @@
 
 pub mod charts;
 pub mod drop_zone;
+pub mod failure;
 pub mod file_list;
 pub mod progress;
 pub mod timeline;

@@ -9,14 +9,14 @@ use plotters_canvas::CanvasBackend;
 use seqskew_core::analysis::Analysis;
 use seqskew_plot::plotters::prelude::*;
 use seqskew_plot::{
-    PlotRect, TimelineData, draw_rects, hit_test, timeline, timeline_height, timeline_pixels, timeline_plot_rect,
-    timeline_rects, timeline_with_layer,
+    PlotRect, TimelineData, draw_rects, hit_test, timeline_height, timeline_pixels, timeline_plot_rect, timeline_rects,
+    timeline_with_layer,
 };
 use wasm_bindgen::{Clamped, JsCast, JsValue};
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData};
 use yew::prelude::*;
 
-use crate::app::{download, download_url};
+use crate::app::download_url;
 use crate::components::charts::{Shared, canvas_width};
 use crate::state::{Action, AppState};
 
@@ -312,22 +312,6 @@ pub fn timeline_view(props: &Props) -> Html {
             }
         })
     };
-    let svg = {
-        let data = props.data.clone();
-        let window = window.clone();
-        let size = size.clone();
-        let initiators = initiators.clone();
-        let selected = state.nav.step;
-        Callback::from(move |_: MouseEvent| {
-            let mut out = String::new();
-            {
-                let area = SVGBackend::with_string(&mut out, *size.borrow()).into_drawing_area();
-                let _ = timeline(&area, &data.0, *window, selected, &initiators);
-                let _ = area.present();
-            }
-            download("timeline.svg", "image/svg+xml", &out);
-        })
-    };
     let lanes = data.lanes.len();
     html! {
         <figure class="chart timeline" id="chart-timeline">
@@ -335,7 +319,6 @@ pub fn timeline_view(props: &Props) -> Html {
                 <h3>{format!("Per-rank timeline ({lanes} workers)")}</h3>
                 <button onclick={reset}>{"Show all"}</button>
                 <button onclick={png} aria-label="Download the timeline as PNG">{"PNG"}</button>
-                <button onclick={svg} aria-label="Download the timeline as SVG">{"SVG"}</button>
             </div>
             <canvas ref={canvas} tabindex="0" role="img"
                 aria-label="Timeline: one lane per worker; compute, attention, communication, stalls and optimizer coloured; the initiating worker of each step marked. Wheel or +/− to zoom, drag or arrow keys to pan, click a step to focus it."

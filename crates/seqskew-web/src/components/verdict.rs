@@ -1,5 +1,6 @@
 //! The verdict panel: cause, confidence, headline, shares of the slowdown, evidence, the fix and
-//! the command that verifies it. `#verdict[data-cause][data-files]` is a stable hook.
+//! the command that verifies it. `#verdict[data-cause][data-files]` is a stable hook, and
+//! `[data-failure-cause][data-initiating]` when the inputs show a failed job.
 
 use seqskew_core::analysis::Analysis;
 use seqskew_core::report::{Report, Signal, cause_title};
@@ -18,6 +19,9 @@ pub struct Props {
     pub pending: bool,
     /// Shows every file and every problem (the Files view).
     pub on_show_files: Callback<()>,
+    /// The failed job's cause and initiating ranks (`data-failure-cause`, `data-initiating`).
+    #[prop_or_default]
+    pub failure: Option<(AttrValue, AttrValue)>,
 }
 
 /// The most input problems the panel lists; the Files view has every one.
@@ -65,7 +69,7 @@ fn evidence_row(s: &Signal) -> Html {
     }
 }
 
-fn copy_to_clipboard(text: String) {
+pub fn copy_to_clipboard(text: String) {
     let Some(window) = web_sys::window() else { return };
     let promise = window.navigator().clipboard().write_text(&text);
     wasm_bindgen_futures::spawn_local(async move {
@@ -76,10 +80,19 @@ fn copy_to_clipboard(text: String) {
 #[component(VerdictPanel)]
 pub fn verdict_panel(props: &Props) -> Html {
     let copied = use_state(|| false);
+    let (failure_cause, initiating) = props.failure.clone().unzip();
     let Some(r) = props.analysis.as_ref().map(|a| &a.0.report) else {
+        let message = match (props.pending, &props.failure) {
+            (true, _) => "Analysing…",
+            (false, Some(_)) => {
+                "No profiler trace or step log among the inputs, so no straggler verdict: the failure is diagnosed above."
+            }
+            (false, None) => "Drop traces to get a verdict.",
+        };
         return html! {
-            <section id="verdict" class="verdict empty" aria-live="polite" aria-busy={props.pending.to_string()}>
-                <p>{ if props.pending { "Analysing…" } else { "Drop traces to get a verdict." } }</p>
+            <section id="verdict" class="verdict empty" aria-live="polite" aria-busy={props.pending.to_string()}
+                data-failure-cause={failure_cause} data-initiating={initiating}>
+                <p>{message}</p>
             </section>
         };
     };
@@ -97,7 +110,8 @@ pub fn verdict_panel(props: &Props) -> Html {
         r.initiators.top.iter().take(3).map(|(rank, n)| format!("rank {rank} ({n} steps)")).collect();
     html! {
         <section id="verdict" class={classes!("verdict", format!("cause-{}", v.primary))} aria-live="polite"
-            data-cause={v.primary.clone()} data-files={props.files.clone()}>
+            data-cause={v.primary.clone()} data-files={props.files.clone()}
+            data-failure-cause={failure_cause} data-initiating={initiating}>
             <header class="verdict-head">
                 <h2 class="cause">{cause_title(&v.primary)}</h2>
                 <span class={classes!("confidence", v.confidence.clone())}>{format!("{} confidence", v.confidence)}</span>
