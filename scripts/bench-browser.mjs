@@ -2,7 +2,7 @@
 // the page. Prints progress to stderr and writes JSON to --out.
 //
 //   node scripts/bench-browser.mjs --dist dist --out target/bench/browser.json --runs 3 \
-//     --input "LABEL=PATH" [--input ...] [--big PATH] [--huge PATH]
+//     --input "LABEL=PATH" [--input ...] [--failure "LABEL=PATH" ...] [--big PATH] [--huge PATH]
 //
 // An --input PATH is a trace file or a folder of them (all its files, as a user selecting them).
 // Files go in through the app's file picker (#file-input); a run ends when #verdict names them.
@@ -10,7 +10,9 @@
 // first_verdict_ms per run, ingest (per input: runs_ms, mb_per_s, the verdict's cause), memory
 // (per input), timeline_frame_ms (the app's ?bench=timeline page: 4096 workers × 1000 steps),
 // big and huge (outcome, message, memory, whether the page survived), and notes saying exactly
-// what each number measures. Every page runs in the e2e tests' guarded context: any request
+// what each number measures. A --failure input is a failed job's log or folder of Flight Recorder
+// dumps: a run ends when the failure panel has its answer (#verdict[data-failure-cause], or
+// "no failure found"), which the failure worker, loaded on demand, gives. Every page runs in the e2e tests' guarded context: any request
 // beyond the app's own assets fails the measurement. Nothing here hangs: every wait has a limit
 // and an error names the measurement that failed.
 import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
@@ -26,6 +28,7 @@ const { values: opts } = parseArgs({
     out: { type: "string", default: "target/bench/browser.json" },
     runs: { type: "string", default: "3" },
     input: { type: "string", multiple: true, default: [] },
+    failure: { type: "string", multiple: true, default: [] },
     big: { type: "string" },
     huge: { type: "string" },
   },
@@ -335,12 +338,27 @@ async function panZoom() {
 
 // ---------------------------------------------------------------------------------------------
 
-const inputs = opts.input.map((spec) => {
-  const at = spec.indexOf("=");
-  if (at < 1) throw new Error(`--input ${spec}: expected LABEL=PATH`);
-  const files = inputFiles(spec.slice(at + 1));
-  return { label: spec.slice(0, at), files, bytes: bytesOf(files) };
-});
+function labelled(flag) {
+  return (spec) => {
+    const at = spec.indexOf("=");
+    if (at < 1) throw new Error(`--${flag} ${spec}: expected LABEL=PATH`);
+    const files = inputFiles(spec.slice(at + 1));
+    return { label: spec.slice(0, at), files, bytes: bytesOf(files) };
+  };
+}
+const inputs = opts.input.map(labelled("input"));
+const failureInputs = opts.failure.map(labelled("failure"));
+
+/** Picks a failed job's files and waits for the failure panel's answer; returns [ms, cause]. */
+async function failureRun({ page }, files) {
+  const limit = jobLimitMs(bytesOf(files));
+  const start = Date.now();
+  await page.setInputFiles("#file-input", files, { timeout: 600_000 });
+  const answered = () => document.querySelector("#verdict[data-failure-cause]") || document.querySelector("#failure .no-failure");
+  await page.waitForFunction(answered, null, { timeout: limit, polling: 20 });
+  const ms = Date.now() - start;
+  return [ms, (await page.locator("#verdict").getAttribute("data-failure-cause")) ?? "none"];
+}
 const server = await serve(opts.dist, { base: "/seqskew/" });
 const browser = await launch();
 const result = { chromium: browser.version(), bundle: bundle(opts.dist) };
@@ -398,6 +416,27 @@ try {
       "worker_read_ms / worker_analysis_ms: the worker's own clock (the page's .timing data attributes): from the request to the last file imported, then assembling, " +
       "diagnosing and making the views; worker_mb_per_s = bytes / 10^6 / worker_read_ms per run (the ingest rate in the worker).",
   );
+
+  result.failures = [];
+  for (const { label, files, bytes } of failureInputs) {
+    const ms = [];
+    let cause;
+    for (let run = 1; run <= RUNS; run++) {
+      log(`failure ${label} (${files.length} files, ${mib(bytes)} MiB), run ${run}/${RUNS}`);
+      const what = `failure ${label}`;
+      [ms[run - 1], cause] = await withPage(browser, what, "", async (ctx) => {
+        await appReady(ctx.page, what);
+        return failureRun(ctx, files);
+      });
+    }
+    result.failures.push({ label, files: files.length, bytes, cause, runs_ms: ms, mb_per_s: round(bytes / 1e6 / (quantile(ms, 0.5) / 1000)) });
+  }
+  if (failureInputs.length) {
+    notes.push(
+      "failures runs_ms: a failed job's files through the file picker, from setting them (Node's clock, CDP round trips included) to the failure panel's " +
+        "answer on #verdict, each run in a fresh page after the example: the failure worker's wasm is fetched and compiled in that time too.",
+    );
+  }
 
   result.memory = [];
   for (const { label, files } of inputs) {

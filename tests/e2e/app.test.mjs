@@ -281,6 +281,24 @@ test("a pasted terminal: the killed rank", async (t) => {
   assert.match(await page.locator("#failure .failure-evidence").innerText(), /pasted\.log:\d+/);
 });
 
+test("a failed job with its step logs: where the failing rank stopped, in the panel and the report", async (t) => {
+  const { page } = await open(t);
+  await verdictFor(page, ["seqlen-imbalance.trace.json"]);
+  await dropFiles(page, [
+    failureFile("oom_long_document/console.log.gz"),
+    ...[0, 1, 2, 3].map((r) => failureFile(`oom_long_document/steps/rank${r}.jsonl`)),
+  ]);
+  assert.deepEqual(await failureVerdict(page), ["oom", "3"]);
+  // The job wrote steps 0-2 on every rank; rank 3's step 2 held 901 tokens, its longest 458.
+  const inJob = page.locator("#failure .in-job");
+  await inJob.waitFor({ timeout: 90_000 });
+  assert.match(await inJob.innerText(), /^Rank 3 recorded steps up to 2, as the others did: .* 901 tokens, its longest document 458 tokens/);
+  const [download] = await Promise.all([page.waitForEvent("download"), page.click("text=Report JSON")]);
+  const report = JSON.parse(readFileSync(await download.path(), "utf8"));
+  assert.equal(report.failure.cause, "oom");
+  assert.deepEqual(report.failure.in_job, { rank: 3, last_step: 2, job_last_step: 2, tokens: 901, longest: 458, batch_longest: 994 });
+});
+
 test("the log of a job that succeeded: no failure found, no guess", async (t) => {
   const { page } = await open(t);
   await verdictFor(page, ["seqlen-imbalance.trace.json"]);

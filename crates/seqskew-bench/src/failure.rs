@@ -364,7 +364,8 @@ mod tests {
     #[test]
     fn dumps_decode_and_name_the_slow_rank() {
         let bytes = dumps(&dump(3, &members(8), 20, 3));
-        let value = decode(&bytes).expect("a pickle the decoder reads");
+        let tree = decode(&bytes).expect("a pickle the decoder reads");
+        let value = tree.root();
         assert_eq!(value.get("version").and_then(|v| v.as_str()), Some("2.10"));
         assert_eq!(value.get("entries").map(|e| e.items().len()), Some(19));
         let files = dumps_of(16, 20);

@@ -170,6 +170,18 @@ fn browser(b: &Value, native: &Results, out: &mut String) {
             peak.map_or("—".into(), |p| format!("{p:.0}"))
         );
     }
+    for failed in b.get("failures").and_then(Value::as_array).into_iter().flatten() {
+        let label = failed.get("label").and_then(Value::as_str).unwrap_or("failed job");
+        let bytes = number(failed, "bytes").unwrap_or(0.0);
+        let runs = numbers(failed.get("runs_ms"));
+        let rates = runs.iter().map(|ms| bytes / MB / (ms / 1e3)).collect();
+        let _ = writeln!(
+            out,
+            "| failed job: {label} (to the failure panel's answer; goal for dumps < 2 s) | {} | {} | — | — |",
+            show(runs.iter().map(|ms| ms / 1e3).collect(), 2),
+            show(rates, 0),
+        );
+    }
     if let Some(big) = b.get("big") {
         let gb = number(big, "bytes").unwrap_or(0.0) / 1e9;
         let files = number(big, "files").unwrap_or(0.0);
@@ -259,5 +271,18 @@ mod tests {
         assert_eq!(spread(vec![1.0, 3.0]), Some((2.0, 1.0, 3.0)));
         assert_eq!(show(vec![2.0, 2.0], 1), "2.0");
         assert_eq!(show(vec![1.0, 2.0, 4.0], 0), "2 (1–4)");
+    }
+
+    #[test]
+    fn failed_jobs_in_the_browser_get_rows() {
+        let b: Value = serde_json::json!({
+            "failures": [{"label": "Flight Recorder dumps, 4 ranks", "bytes": 2e6, "runs_ms": [1000.0, 2000.0, 4000.0]}]
+        });
+        let mut out = String::new();
+        browser(&b, &Results::default(), &mut out);
+        assert!(
+            out.contains("| failed job: Flight Recorder dumps, 4 ranks (to the failure panel's answer; goal for dumps < 2 s) | 2.00 (1.00–4.00) | 1 (0–2) |"),
+            "{out}"
+        );
     }
 }

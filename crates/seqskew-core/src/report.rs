@@ -58,6 +58,51 @@ pub struct Failure {
     pub to_decide: Option<String>,
     /// Caveats: ranks named only within a process group, evidence dropped, …
     pub notes: Vec<String>,
+    /// Where the first initiating rank stopped in the job's steps, when traces or a step log of
+    /// the same job were loaded too (added within `/1`; `null` otherwise).
+    #[serde(default)]
+    pub in_job: Option<FailureInJob>,
+}
+
+/// The last step a failing rank recorded and what it held then.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureInJob {
+    pub rank: u32,
+    pub last_step: u64,
+    /// The last step any rank recorded.
+    pub job_last_step: u64,
+    /// The rank's tokens and its longest document in `last_step` (0 when unknown).
+    pub tokens: u64,
+    pub longest: u64,
+    /// The longest document of that step's global batch (0 when unknown).
+    pub batch_longest: u64,
+}
+
+impl FailureInJob {
+    /// One sentence for the reports and the page.
+    pub fn describe(&self) -> String {
+        let FailureInJob { rank, last_step, job_last_step, tokens, longest, batch_longest } = *self;
+        let when = if last_step < job_last_step {
+            format!(
+                "Rank {rank}'s last recorded step is {last_step}, {} before the job's last ({job_last_step})",
+                crate::text::count(
+                    usize::try_from(job_last_step.saturating_sub(last_step)).unwrap_or(usize::MAX),
+                    "step"
+                )
+            )
+        } else {
+            format!("Rank {rank} recorded steps up to {job_last_step}, as the others did: it failed in a later step")
+        };
+        if tokens == 0 {
+            return format!("{when}.");
+        }
+        let drew = if longest >= batch_longest {
+            "the longest of that step's global batch".to_owned()
+        } else {
+            format!("the global batch's longest: {batch_longest}")
+        };
+        format!("{when}; in step {last_step} it held {tokens} tokens, its longest document {longest} tokens ({drew}).")
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -35,6 +35,9 @@ fn facts(f: &Failure) -> Vec<(&'static str, String)> {
         let time = first.time.as_deref().map_or_else(String::new, |t| format!(" at {t}"));
         facts.push(("First failure", format!("{rank}{time}: {}", first.what)));
     }
+    if let Some(in_job) = &f.in_job {
+        facts.push(("In the job's steps", in_job.describe()));
+    }
     facts
 }
 

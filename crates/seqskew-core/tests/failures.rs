@@ -147,6 +147,31 @@ fn the_flight_recorder_dumps_alone() {
 }
 
 #[test]
+fn logs_with_the_job_s_step_logs_say_where_the_failing_rank_stopped() {
+    let root = cases_dir().join("oom_long_document");
+    let mut paths = Vec::new();
+    files_of(&root, &mut paths);
+    let imports: Vec<_> =
+        paths.iter().map(|p| import_bytes(&p.to_string_lossy(), &std::fs::read(p).unwrap())).collect();
+    let summaries: Vec<_> = imports.iter().map(seqskew_core::import::FileImport::summary).collect();
+    let report = seqskew_core::analysis::analyze(&assemble(&imports), &summaries).report;
+    let failure = report.failure.clone().unwrap();
+    assert_eq!((failure.cause.as_str(), failure.initiating_ranks.as_slice()), ("oom", &[3][..]));
+    // The job wrote steps 0..2 on every rank (steps/rank*.jsonl); rank 3's step 2 held
+    // documents of 125, 83, 458 and 235 tokens, and rank 2's a 994-token one.
+    let want = seqskew_core::report::FailureInJob {
+        rank: 3,
+        last_step: 2,
+        job_last_step: 2,
+        tokens: 901,
+        longest: 458,
+        batch_longest: 994,
+    };
+    assert_eq!(failure.in_job, Some(want));
+    assert!(report.to_markdown().contains("In the job's steps: Rank 3 recorded steps up to 2"));
+}
+
+#[test]
 fn a_job_that_succeeded_has_no_failure() {
     let failure = diagnose_case("success", |_| true);
     assert_eq!(failure, None);

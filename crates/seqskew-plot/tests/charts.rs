@@ -100,6 +100,7 @@ fn views() -> Views {
         heat: vec![1.0, 0.9, 1.1, 0.6, 1.0, 2.3, 1.0, 1.0, 1.0, 0.8, 1.7, nan],
         compute_vs_cost: vec![(0.10, 0.11), (0.20, 0.19), (0.30, 0.33), (0.40, 0.41)],
         cost_is_model: true,
+        last_steps: Vec::new(),
     }
 }
 

@@ -173,7 +173,23 @@ impl AppState {
                 }
             }
         }
+        next.connect_failure();
         next
+    }
+
+    /// The failure worker's diagnosis, told where its rank stopped in the main run's steps
+    /// (whichever of the two answers came last).
+    fn connect_failure(&mut self) {
+        let FailureState::Done(reading) = &self.failure else { return };
+        let Some(failure) = reading.failure.as_ref().filter(|f| f.in_job.is_none()) else { return };
+        let Some(analysis) = self.main.as_ref().and_then(|m| m.analysis.as_ref()) else { return };
+        if let Some(in_job) = seqskew_core::failure::in_job::in_job(failure, &analysis.views) {
+            let mut connected = (**reading).clone();
+            if let Some(f) = connected.failure.as_mut() {
+                f.in_job = Some(in_job);
+            }
+            self.failure = FailureState::Done(Rc::new(connected));
+        }
     }
 }
 
@@ -236,6 +252,43 @@ mod tests {
         assert_eq!(done.failure, FailureState::Error("could not start".into()));
         let after = done.reduce(Action::Started { job: 3, role: Role::After, files: 1, bytes: 1 });
         assert_eq!(after.failure, done.failure, "loading the run after a fix keeps the main run's failure");
+    }
+
+    #[test]
+    fn the_failure_is_told_where_its_rank_stopped_whichever_answer_comes_last() {
+        use seqskew_core::analysis::{Analysis, views};
+        let view_step = |step| views::StepView { step, ..views::StepView::default() };
+        let analysis = Analysis {
+            report: seqskew_core::report::Report::default(),
+            views: views::Views {
+                ranks: vec![0, 1],
+                steps: vec![view_step(4), view_step(5)],
+                last_steps: vec![
+                    views::LastStep { step: 5, ..views::LastStep::default() },
+                    views::LastStep { step: 4, ..views::LastStep::default() },
+                ],
+                ..views::Views::default()
+            },
+        };
+        let run = Ok(Rc::new(JobResult { workers: 2, analysis: Some(Rc::new(analysis)), ..JobResult::default() }));
+        let failure = seqskew_core::report::Failure { initiating_ranks: vec![1], ..Default::default() };
+        let reading = Ok(Rc::new(Reading { failure: Some(failure), files: Vec::new() }));
+        let started = AppState::default()
+            .reduce(Action::Started { job: 1, role: Role::Main, files: 2, bytes: 1 })
+            .reduce(Action::FailureStarted { job: 1 });
+        let orders = [
+            started
+                .reduce(Action::Finished { job: 1, result: run.clone() })
+                .reduce(Action::FailureRead { job: Some(1), result: reading.clone() }),
+            started
+                .reduce(Action::FailureRead { job: Some(1), result: reading })
+                .reduce(Action::Finished { job: 1, result: run }),
+        ];
+        for state in orders {
+            let FailureState::Done(reading) = &state.failure else { panic!("{:?}", state.failure) };
+            let in_job = reading.failure.as_ref().and_then(|f| f.in_job.clone());
+            assert_eq!(in_job.map(|j| (j.rank, j.last_step, j.job_last_step)), Some((1, 4, 5)));
+        }
     }
 
     #[test]

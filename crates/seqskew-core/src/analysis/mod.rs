@@ -309,8 +309,9 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
         verify_command: verify_command(inputs),
         failure: failure_of(assembled),
     };
-    let report = if job.workers.is_empty() { without_steps(report) } else { report };
-    if wanted == Wanted::Report {
+    let mut report = if job.workers.is_empty() { without_steps(report) } else { report };
+    // The views say where a failing rank stopped: built for the report too when it has a failure.
+    if wanted == Wanted::Report && (report.failure.is_none() || job.workers.is_empty()) {
         return Analysis { report, views: views::Views::default() };
     }
     let ideal_per_step: Vec<f64> = attribution
@@ -319,6 +320,12 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
         .map(|s| if s.actual > 0.0 { s.measured * s.ideal / s.actual } else { 0.0 })
         .collect();
     let views = views::build(&frame, &ideal_per_step, ws_fit.as_ref(), &initiators);
+    if let Some(failure) = report.failure.as_mut() {
+        failure.in_job = crate::failure::in_job::in_job(failure, &views);
+    }
+    if wanted == Wanted::Report {
+        return Analysis { report, views: views::Views::default() };
+    }
     Analysis { report, views }
 }
 

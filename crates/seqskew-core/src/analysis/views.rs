@@ -46,6 +46,39 @@ pub struct Views {
     pub compute_vs_cost: Vec<(f32, f32)>,
     /// True when `compute_vs_cost` uses the fitted model (else raw Σ L²).
     pub cost_is_model: bool,
+    /// Per worker (parallel to `workers`): the last step it recorded and what it held then, so
+    /// that a failure in the logs of the same job can say where each rank stopped.
+    #[serde(default)]
+    pub last_steps: Vec<LastStep>,
+}
+
+/// A worker's last recorded step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LastStep {
+    pub step: u64,
+    /// Its tokens and its longest document then (0 where the input does not say).
+    pub tokens: f64,
+    pub max_len: f64,
+}
+
+/// Each worker's last step with data, scanning rows from the last one.
+fn last_steps(frame: &Frame) -> Vec<LastStep> {
+    let mut last: Vec<Option<LastStep>> = vec![None; frame.slots.len()];
+    let mut left = last.len();
+    for (si, &step) in frame.steps.iter().enumerate().rev() {
+        if left == 0 {
+            break;
+        }
+        let row = frame.row(si);
+        for (i, (slot, &present)) in last.iter_mut().zip(row.present).enumerate() {
+            if slot.is_none() && present {
+                let seq = row.seq.get(i);
+                *slot = Some(LastStep { step, tokens: seq.tokens, max_len: seq.max_len });
+                left -= 1;
+            }
+        }
+    }
+    last.into_iter().map(Option::unwrap_or_default).collect()
 }
 
 pub fn build(frame: &Frame, ideal_per_step: &[f64], fit: Option<&Fit>, initiators: &[Initiator]) -> Views {
@@ -71,6 +104,7 @@ pub fn build(frame: &Frame, ideal_per_step: &[f64], fit: Option<&Fit>, initiator
         heat,
         compute_vs_cost: points,
         cost_is_model: usable.is_some(),
+        last_steps: last_steps(frame),
     }
 }
 

@@ -12,12 +12,17 @@
 //!    others wait in: they hang. When the few are *ahead* of the many, they issued extra ones.
 //! 4. When all that failed only waited, the ranks of the job that did not wait are the ones
 //!    the others waited for.
+//! 5. In a process group where every rank heard from was waiting in a collective, the members
+//!    nobody heard from (no dump, no status line) are the ones waited for.
+//!
+//! A rank found to hang by rules 3 to 5 whose last output announced work of its own (saving a
+//! checkpoint, evaluating) was slow in that work rather than stuck: `slow_rank`.
 //!
 //! Otherwise the initiating ranks are left empty and the report says what would decide.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Event, EventKind, FileEvidence, clock, fix};
+use super::{Event, EventKind, FileEvidence, LastOutput, clock, fix};
 use crate::report::{FAILURE_CAUSES, Failure, FailureEvidence, FirstFailure, GroupProgress, RankProgress};
 
 /// An event with its file and its global rank, where known.
@@ -64,6 +69,8 @@ struct Evidence<'a> {
     known: BTreeSet<u32>,
     /// group → (description, members, rank → (last enqueued, last completed)).
     groups: BTreeMap<String, GroupState>,
+    /// Each rank's last line of its own output (from the first file that has one), with its file.
+    last_output: BTreeMap<u32, (&'a str, &'a LastOutput)>,
     notes: Vec<String>,
 }
 
@@ -157,8 +164,14 @@ fn gather(files: &[FileEvidence]) -> Evidence<'_> {
     let mut groups: BTreeMap<String, GroupState> = BTreeMap::new();
     let mut unmapped = BTreeSet::new();
     let mut notes = Vec::new();
+    let mut last_output = BTreeMap::new();
     for file in files {
         let file_rank = file_ranks.of(file);
+        for output in &file.last_output {
+            if let Some(rank) = output.rank.or(file_rank) {
+                last_output.entry(rank).or_insert((file.file.as_str(), output));
+            }
+        }
         known.extend(file.ranks_seen.iter().copied());
         if let Some(rank) = file_rank.filter(|_| file.has_evidence() || file.lines > 0) {
             known.insert(rank);
@@ -220,7 +233,7 @@ fn gather(files: &[FileEvidence]) -> Evidence<'_> {
             named.join(", ")
         ));
     }
-    Evidence { seen, known, groups, notes }
+    Evidence { seen, known, groups, last_output, notes }
 }
 
 fn progress_of(kind: &EventKind) -> Option<(i64, Option<i64>)> {
@@ -256,7 +269,9 @@ pub fn diagnose(files: &[FileEvidence]) -> Option<Failure> {
         .or_else(|| mismatch(files, &evidence))
         .or_else(|| behind(files, &evidence))
         .or_else(|| silent(&evidence))
+        .or_else(|| unheard(&evidence))
         .or_else(|| undecided(&evidence))?;
+    let finding = if finding.cause == "hang" { busy_or_hung(finding, &evidence) } else { finding };
     debug_assert!(FAILURE_CAUSES.contains(&finding.cause));
     Some(report(files, &evidence, finding))
 }
@@ -560,6 +575,88 @@ fn silent(evidence: &Evidence) -> Option<Finding> {
     })
 }
 
+/// Rule 5: in a process group, every rank whose progress is known was waiting in a collective
+/// (issued, not completed); the members nobody heard from (no dump, no status line) are the
+/// ones they waited for, when they are the fewer.
+fn unheard(evidence: &Evidence) -> Option<Finding> {
+    for (name, group) in &evidence.groups {
+        let waiting = group.progress.values().all(|&(e, c)| e.is_some_and(|e| c.is_none_or(|c| e > c)));
+        let unheard: BTreeSet<u32> =
+            group.members.iter().filter(|r| !group.progress.contains_key(r)).copied().collect();
+        if group.progress.is_empty() || !waiting || unheard.is_empty() || unheard.len() >= group.progress.len() {
+            continue;
+        }
+        let heard: BTreeSet<u32> = group.progress.keys().copied().collect();
+        return Some(Finding {
+            cause: "hang",
+            headline: format!(
+                "Ranks {} were all waiting in a collective of group {name}; rank {} of the group left no dump or status: \
+                 the others waited for it",
+                list(&heard),
+                list(&unheard)
+            ),
+            initiating: unheard,
+            confidence: "low",
+            extra: Vec::new(),
+            to_decide: Some(
+                "the missing ranks' Flight Recorder dumps or logs would show whether they hung, were slow or died"
+                    .into(),
+            ),
+            first_what: Some(format!("was not waiting in group {name} with the others")),
+        });
+    }
+    None
+}
+
+/// Words of work one rank does on its own while the others wait in a collective (a checkpoint
+/// save, an evaluation, an upload), as training code and frameworks announce it ("saving
+/// checkpoint", "Saving model checkpoint to", "Evaluating", "validation").
+const OWN_WORK: [&str; 5] = ["checkpoint", "saving", "evaluat", "validat", "upload"];
+
+/// A rank the others waited for, seen hanging: its last output says what it was doing. When
+/// every such rank had announced work of its own, it was slow in that work (it would have
+/// entered the collective later), not stuck in a diverging code path.
+fn busy_or_hung(mut finding: Finding, evidence: &Evidence) -> Finding {
+    let outputs: Vec<(u32, &str, &LastOutput)> = finding
+        .initiating
+        .iter()
+        .filter_map(|rank| evidence.last_output.get(rank).map(|&(file, output)| (*rank, file, output)))
+        .collect();
+    let last_lines = outputs.iter().take(RANKS_LISTED).map(|&(rank, file, output)| FailureEvidence {
+        file: file.to_owned(),
+        line: output.line,
+        rank: Some(rank),
+        role: "initiating".into(),
+        text: output.text.clone(),
+        frames: Vec::new(),
+    });
+    let mut extra: Vec<FailureEvidence> = last_lines.collect();
+    extra.append(&mut finding.extra);
+    finding.extra = extra;
+    let busy = |output: &LastOutput| {
+        let text = output.text.to_lowercase();
+        OWN_WORK.iter().any(|word| text.contains(word))
+    };
+    let all_busy = !finding.initiating.is_empty()
+        && outputs.len() == finding.initiating.len()
+        && outputs.iter().all(|(_, _, output)| busy(output));
+    if let (true, Some((_, _, output))) = (all_busy, outputs.first()) {
+        let (_, said) = super::line::split_prefix(&output.text);
+        let said = said.trim();
+        finding.cause = "slow_rank";
+        finding.headline = format!(
+            "Rank {} was still busy in work of its own when the others' collectives timed out: its last output was `{said}`",
+            list(&finding.initiating),
+        );
+        finding.first_what = Some(format!("still busy after its last output: {said}"));
+        finding.to_decide = Some(
+            "times on its log lines (or `py-spy dump --pid PID` during the next stall) would show how long that work takes"
+                .into(),
+        );
+    }
+    finding
+}
+
 /// Only symptoms, no rule decides.
 fn undecided(evidence: &Evidence) -> Option<Finding> {
     let timed_out =
@@ -698,5 +795,6 @@ fn report(files: &[FileEvidence], evidence: &Evidence, finding: Finding) -> Fail
         verify_command,
         to_decide,
         notes: evidence.notes.clone(),
+        in_job: None,
     }
 }

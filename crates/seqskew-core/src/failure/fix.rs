@@ -85,8 +85,11 @@ pub fn for_cause(cause: &str, ranks: &BTreeSet<u32>, lead: Option<&Event>, input
              across the nodes; drain the node if it fails."
         ),
         "slow_rank" => format!(
-            "{who} fell so far behind that the others' collectives timed out: see the straggler verdict for \
-             why it is slow, and raise the collective timeout only as a stopgap."
+            "{who} was late, not stuck: work only it does (a checkpoint save, an evaluation, an upload) took \
+             longer than the collective timeout while the others waited. Do that work on every rank or off the \
+             critical path (`torch.distributed.checkpoint.async_save`, or saving shards on all ranks with \
+             `torch.distributed.checkpoint`), or raise `timeout=` of `init_process_group` above its longest \
+             pause. If it is slow every step instead, see the straggler verdict. Rerun and check that no rank fails."
         ),
         _ => format!(
             "Collect what would decide: the logs of every rank (torchrun `--log-dir logs/`), and \

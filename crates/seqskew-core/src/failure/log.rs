@@ -8,12 +8,12 @@
 //! A window keeps some lines before and after each anchored line, so a traceback's frames and
 //! a torchrun failure block's fields are read around the line that names them.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use memchr::memmem;
 
 use super::line::{self, Prefixes, Said};
-use super::{Event, EventKind, FileEvidence, clock, file_rank};
+use super::{Event, EventKind, FileEvidence, LastOutput, clock, file_rank};
 
 /// At most this many events are kept per file; the rest are counted.
 pub const MAX_EVENTS: usize = 4096;
@@ -90,6 +90,9 @@ pub struct LogScanner {
     dropped: u64,
     /// Every distinct combination of prefixes the log's lines carry (bounded).
     prefixes: BTreeSet<Prefixes>,
+    /// Per combination of prefixes (bounded like `prefixes`), the last line of its own output:
+    /// what a rank that went silent was doing last.
+    last_output: HashMap<Prefixes, (u64, String)>,
     finders: Vec<memmem::Finder<'static>>,
 }
 
@@ -103,6 +106,7 @@ impl LogScanner {
             events: Vec::new(),
             dropped: 0,
             prefixes: BTreeSet::new(),
+            last_output: HashMap::new(),
             finders: ANCHORS.iter().map(|a| memmem::Finder::new(a.as_bytes()).into_owned()).collect(),
         }
     }
@@ -125,6 +129,18 @@ impl LogScanner {
             + u64::from(self.window.last().is_some_and(|&b| b != b'\n'));
         let ranks = RankResolver::new(&self.prefixes);
         let ranks_seen: BTreeSet<u32> = self.prefixes.iter().filter_map(|p| ranks.global(p)).collect();
+        let mut last_output: Vec<LastOutput> = self
+            .last_output
+            .iter()
+            .map(|(prefixes, (line, text))| LastOutput {
+                rank: ranks.global(prefixes),
+                line: *line,
+                text: text.clone(),
+            })
+            .collect();
+        // One per rank: its latest line (a rank can write under two combinations of prefixes).
+        last_output.sort_by(|a, b| (a.rank, b.line).cmp(&(b.rank, a.line)));
+        last_output.dedup_by_key(|o| o.rank);
         let events = self
             .events
             .into_iter()
@@ -140,6 +156,7 @@ impl LogScanner {
             events_dropped: self.dropped,
             ranks_seen: ranks_seen.into_iter().collect(),
             lines,
+            last_output,
             flight: None,
         }
     }
@@ -161,7 +178,7 @@ impl LogScanner {
         let mut starts: Vec<usize> = hits.into_iter().map(|p| line_start(&self.window, p)).collect();
         starts.sort_unstable();
         starts.dedup();
-        self.note_ranks(self.scanned, limit);
+        self.note_lines(self.scanned, limit, &starts);
 
         let mut line_no = self.first_line;
         let mut counted_to = 0;
@@ -184,30 +201,75 @@ impl LogScanner {
         self.scanned = limit - keep_from;
     }
 
-    /// Records the prefixes of every line starting in `from..to`.
-    fn note_ranks(&mut self, from: usize, to: usize) {
+    /// Records the prefixes of every line starting in `from..to`, and the last line of own
+    /// output under each (`anchored`: the sorted starts of the lines that hold an anchor,
+    /// which are failure messages rather than output).
+    fn note_lines(&mut self, from: usize, to: usize, anchored: &[usize]) {
         let region = self.window.get(from..to).unwrap_or_default();
+        let first_line_no =
+            self.first_line + memchr::memchr_iter(b'\n', self.window.get(..from).unwrap_or_default()).count() as u64;
+        let mut anchored = anchored.iter().copied().skip_while(|&a| a < from).peekable();
         let mut start = 0;
         let mut last = Prefixes::default();
-        for end in memchr::memchr_iter(b'\n', region).chain(std::iter::once(region.len())) {
-            let head = region.get(start..end.min(start + 40)).unwrap_or_default();
+        // The latest own-output line of the run of lines with the same prefixes as `last`.
+        let mut run_output: Option<(u64, usize, usize)> = None;
+        let mut outputs: Vec<(Prefixes, (u64, usize, usize))> = Vec::new();
+        let ends = memchr::memchr_iter(b'\n', region).chain(std::iter::once(region.len()));
+        for (line_no, end) in (first_line_no..).zip(ends) {
+            let (line_start, line_end) = (start, end);
             start = end + 1;
-            if !matches!(head.first(), Some(b'[' | b'0'..=b'9' | b' ' | b'\x1b')) {
-                continue;
-            }
+            let is_anchored = anchored.next_if_eq(&(from + line_start)).is_some();
+            let head = region.get(line_start..line_end.min(line_start + 40)).unwrap_or_default();
             let head = match std::str::from_utf8(head) {
                 Ok(s) => s,
                 Err(e) => std::str::from_utf8(head.get(..e.valid_up_to()).unwrap_or_default()).unwrap_or_default(),
             };
-            let (prefixes, _) = line::split_prefix(head);
+            let prefixes = if matches!(head.as_bytes().first(), Some(b'[' | b'0'..=b'9' | b' ' | b'\x1b')) {
+                line::split_prefix(head)
+            } else {
+                (Prefixes::default(), head)
+            };
+            let (prefixes, body) = prefixes;
             let plausible =
                 [prefixes.global, prefixes.local, prefixes.task].iter().flatten().all(|&r| r < MAX_TRACKED_RANK);
-            if prefixes != last && prefixes != Prefixes::default() && plausible && self.prefixes.len() < MAX_PREFIXES {
+            if prefixes != last {
+                if let Some(output) = run_output.take() {
+                    outputs.push((last, output));
+                }
+                if prefixes != Prefixes::default() && plausible && self.prefixes.len() < MAX_PREFIXES {
+                    self.prefixes.insert(prefixes);
+                }
                 last = prefixes;
-                self.prefixes.insert(prefixes);
+            }
+            if !is_anchored && plausible && is_own_output(body) {
+                run_output = Some((line_no, from + line_start, from + line_end));
             }
         }
+        outputs.extend(run_output.map(|output| (last, output)));
+        for (prefixes, (line_no, start, end)) in outputs {
+            if self.last_output.len() >= MAX_PREFIXES && !self.last_output.contains_key(&prefixes) {
+                continue;
+            }
+            let text = line::shorten(line::clean_full(self.window.get(start..end).unwrap_or_default()));
+            self.last_output.insert(prefixes, (line_no, text));
+        }
     }
+}
+
+/// A line the training program printed: not the frames of a traceback, a blank line, or a
+/// warning of torch's own C++ or launcher (glog's `W1205 18:49:45.305 …` header) that says
+/// nothing of what the program was doing (`body`: the line's start after its prefixes).
+fn is_own_output(body: &str) -> bool {
+    let body = body.trim_end_matches(['\r', '\n']);
+    let glog = body.trim_start_matches('[').as_bytes();
+    let is_glog =
+        matches!(glog, [b'I' | b'W' | b'E' | b'F', m, d, _, _, b' ', ..] if m.is_ascii_digit() && d.is_ascii_digit());
+    !(is_glog
+        || body.trim().is_empty()
+        || body.starts_with([' ', '\t', '^', '~'])
+        || body.starts_with("Traceback")
+        || body.starts_with("During handling")
+        || body.starts_with("The above exception"))
 }
 
 /// The start of the line holding byte `at`.
@@ -377,6 +439,23 @@ Root Cause (first observed failure):
   traceback : Traceback (most recent call last):
 ============================================================
 ";
+
+    #[test]
+    fn each_rank_s_last_own_output_skips_tracebacks_warnings_and_failure_lines() {
+        for chunk in [1, 7, 4096] {
+            let evidence = scan("console.log", CONSOLE, chunk);
+            let got: Vec<(Option<u32>, u64, &str)> =
+                evidence.last_output.iter().map(|o| (o.rank, o.line, o.text.as_str())).collect();
+            // Lines without a prefix are the agent's in a console (the file has no rank).
+            let rule = "=".repeat(60);
+            assert_eq!(got, [(None, 30, rule.as_str()), (Some(0), 2, "[default0]:step 1 loss 3.0")], "chunk {chunk}");
+        }
+        let per_rank =
+            scan("rank1.log", "step 1\nsaving checkpoint\n[W1205 18:49:45.305 Utils.hpp:137] Warning: x\n", 3);
+        let got: Vec<(Option<u32>, u64, &str)> =
+            per_rank.last_output.iter().map(|o| (o.rank, o.line, o.text.as_str())).collect();
+        assert_eq!(got, [(None, 2, "saving checkpoint")]);
+    }
 
     #[test]
     fn reads_a_console_in_any_chunking() {

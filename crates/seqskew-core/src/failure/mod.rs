@@ -20,6 +20,7 @@ pub mod dump;
 #[cfg(feature = "failure")]
 mod fix;
 pub mod flight;
+pub mod in_job;
 #[cfg(feature = "failure")]
 pub mod line;
 #[cfg(feature = "failure")]
@@ -67,6 +68,10 @@ pub struct FileEvidence {
     pub ranks_seen: Vec<u32>,
     /// Lines read (logs) or 0 (dumps).
     pub lines: u64,
+    /// Each rank's last line of its own output (not a failure message or a traceback), sorted
+    /// by rank; the rank is `None` for lines without a prefix (the file's rank, if any).
+    #[serde(default)]
+    pub last_output: Vec<LastOutput>,
     /// The Flight Recorder dump, when the file is one.
     pub flight: Option<flight::Dump>,
 }
@@ -76,6 +81,15 @@ impl FileEvidence {
     pub fn has_evidence(&self) -> bool {
         !self.events.is_empty() || self.flight.is_some()
     }
+}
+
+/// The last line a rank printed of its own: what it was doing when it went silent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LastOutput {
+    pub rank: Option<u32>,
+    /// 1-based line number in the file.
+    pub line: u64,
+    pub text: String,
 }
 
 /// One line (or block) of a log that matters to a failure.

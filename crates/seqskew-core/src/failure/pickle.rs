@@ -6,21 +6,71 @@
 //! memory and time the [`Limits`] allow. It never causes a panic, a stack overflow or an
 //! allocation its own bytes cannot back.
 //!
+//! Shape: decoding fills an arena, the [`Tree`], and nothing is copied out of it: readers walk
+//! it through [`Node`], a copyable view. Strings borrow the input wherever its bytes already are
+//! the text (the UTF-8 opcodes, ASCII byte strings); only escaped and latin-1 ones are owned.
+//! The elements of every container live in one shared array, as runs (one per `APPENDS` or
+//! `SETITEMS` batch, merged when they follow each other), and MARKs are positions in the one
+//! stack: a container costs no allocation of its own. BININT1's small integers, None, True and
+//! False are made once per tree. Memo keys, which Python numbers 0, 1, 2, ..., index a dense
+//! array.
+//!
 //! Sharing: Python's memo lets one object appear in many places, and a container is memoized
-//! *before* it is filled (`EMPTY_LIST`, `BINPUT`, then `APPENDS`). Copying it when it is
-//! memoized would copy an empty list. So the stack, the memo and the containers hold indices
-//! into an arena of nodes (as Python holds references), and only `STOP` turns the root into an
-//! owned [`Value`] tree, copying each shared node wherever it is referenced. That copy can
-//! grow exponentially (a list holding a list twice, which holds a list twice, ...). Its size and
-//! depth are therefore measured on the arena first, in time linear in the arena, and the tree
-//! is built only if both are within the limits.
+//! *before* it is filled (`EMPTY_LIST`, `BINPUT`, then `APPENDS`), so the stack and the memo hold
+//! node indices, as Python holds references. A walk that follows every reference can then meet
+//! far more values than the arena holds (a list holding a list twice, which holds a list twice,
+//! ...), and a container can be put inside itself. So a returned tree is one that no walk can
+//! lose itself in: acyclic, at most [`Limits::max_depth`] containers deep, and at most
+//! [`Limits::max_values`] values met by a walk of it. Each container counts what a walk of it
+//! meets and how deep it goes as it is filled, from the counts its elements carry on the stack,
+//! and is refused at the opcode that passes a limit. The counts stay exact while no container is
+//! filled after it was pushed a second time (by a GET or DUP): Python shares a container once it
+//! is whole, and dumps share their stack frames that way. Otherwise the counts may be too low
+//! (or the container inside itself), and `STOP` measures the tree again, in time linear in the
+//! arena. Any walk of a returned tree (a reader, `Debug`) therefore ends, within the limits.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
-/// A decoded plain-data pickle value. Dict keeps insertion order as pairs.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+/// A decoded pickle: an arena of values borrowing the input's bytes, and its root. Acyclic, at
+/// most [`Limits::max_depth`] containers deep, and at most [`Limits::max_values`] values when a
+/// walk counts each shared value once per reference to it.
+pub struct Tree<'a> {
+    slots: Vec<Slot>,
+    /// The strings `Slot::Str` points to.
+    texts: Vec<Cow<'a, str>>,
+    /// The byte strings `Slot::Bytes` points to.
+    blobs: Vec<&'a [u8]>,
+    /// The containers' elements, as runs; a dict's are key, value, key, value, ...
+    children: Vec<u32>,
+    runs: Vec<Run>,
+    root: u32,
+}
+
+impl Tree<'_> {
+    /// The decoded value (the object `pickle.load` would return).
+    pub fn root(&self) -> Node<'_> {
+        Node { tree: self, id: self.root }
+    }
+}
+
+impl fmt::Debug for Tree<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.root().fmt(f)
+    }
+}
+
+/// One value of a [`Tree`]: a view to read it by, as cheap to copy as a reference.
+#[derive(Clone, Copy)]
+pub struct Node<'t> {
+    tree: &'t Tree<'t>,
+    id: u32,
+}
+
+/// What a [`Node`] holds. Sets and frozensets read as lists (a dump has none, and a set of
+/// values would need hashing floats).
+pub enum Value<'t> {
     None,
     Bool(bool),
     Int(i64),
@@ -28,48 +78,184 @@ pub enum Value {
     /// marker. The dump's counters and times fit in i64; nothing here needs the digits.
     BigInt,
     Float(f64),
-    Str(String),
-    Bytes(Vec<u8>),
-    List(Vec<Value>),
-    Tuple(Vec<Value>),
-    Dict(Vec<(Value, Value)>),
+    Str(&'t str),
+    Bytes(&'t [u8]),
+    List(Items<'t>),
+    Tuple(Items<'t>),
+    Dict(Entries<'t>),
 }
 
-impl Value {
+impl<'t> Node<'t> {
+    pub fn value(self) -> Value<'t> {
+        let tree = self.tree;
+        match tree.slots.get(self.id as usize) {
+            None | Some(Slot::None) => Value::None,
+            Some(Slot::Bool(b)) => Value::Bool(*b),
+            Some(Slot::Int(i)) => Value::Int(*i),
+            Some(Slot::BigInt) => Value::BigInt,
+            Some(Slot::Float(f)) => Value::Float(*f),
+            Some(Slot::Str(index)) => tree.texts.get(*index as usize).map_or(Value::None, |s| Value::Str(s)),
+            Some(Slot::Bytes(index)) => tree.blobs.get(*index as usize).map_or(Value::None, |b| Value::Bytes(b)),
+            Some(Slot::Seq(seq)) => {
+                let items = Items::of(tree, seq);
+                match seq.kind {
+                    Kind::List => Value::List(items),
+                    Kind::Tuple => Value::Tuple(items),
+                    Kind::Dict => Value::Dict(Entries(items)),
+                }
+            }
+        }
+    }
     /// The value under the string key `key` in a dict. A hostile pickle can set one key twice:
     /// the last pair wins, as it would in Python's dict.
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        self.entries().iter().rev().find(|(k, _)| k.as_str() == Some(key)).map(|(_, v)| v)
+    pub fn get(self, key: &str) -> Option<Node<'t>> {
+        self.entries().filter(|(k, _)| k.as_str() == Some(key)).last().map(|(_, v)| v)
     }
-    pub fn as_str(&self) -> Option<&str> {
-        if let Value::Str(s) = self { Some(s) } else { None }
+    pub fn as_str(self) -> Option<&'t str> {
+        if let Value::Str(s) = self.value() { Some(s) } else { None }
     }
-    pub fn as_i64(&self) -> Option<i64> {
-        if let Value::Int(i) = self { Some(*i) } else { None }
+    pub fn as_i64(self) -> Option<i64> {
+        if let Value::Int(i) = self.value() { Some(i) } else { None }
     }
     /// An Int or a Float as f64 (Python writes `1.0` and `1` for the same duration).
-    pub fn as_f64(&self) -> Option<f64> {
-        match self {
-            Value::Int(i) => Some(*i as f64),
-            Value::Float(f) => Some(*f),
+    pub fn as_f64(self) -> Option<f64> {
+        match self.value() {
+            Value::Int(i) => Some(i as f64),
+            Value::Float(f) => Some(f),
             _ => None,
         }
     }
-    pub fn as_bool(&self) -> Option<bool> {
-        if let Value::Bool(b) = self { Some(*b) } else { None }
+    pub fn as_bool(self) -> Option<bool> {
+        if let Value::Bool(b) = self.value() { Some(b) } else { None }
     }
-    /// The elements of a List or a Tuple; empty for anything else.
-    pub fn items(&self) -> &[Value] {
-        match self {
-            Value::List(v) | Value::Tuple(v) => v,
-            _ => &[],
+    /// The elements of a List or a Tuple; none for anything else.
+    pub fn items(self) -> Items<'t> {
+        match self.value() {
+            Value::List(items) | Value::Tuple(items) => items,
+            _ => Items::empty(self.tree),
         }
     }
-    /// The pairs of a Dict, in the order they were written; empty for anything else.
-    pub fn entries(&self) -> &[(Value, Value)] {
-        if let Value::Dict(d) = self { d } else { &[] }
+    /// The pairs of a Dict, in the order they were written; none for anything else.
+    pub fn entries(self) -> Entries<'t> {
+        match self.value() {
+            Value::Dict(entries) => entries,
+            _ => Entries(Items::empty(self.tree)),
+        }
     }
 }
+
+/// Values `Debug` shows at most: a tree within the limits can still stand for millions of
+/// them, and a message needs a few. It also bounds the recursion.
+const DEBUG_SHOWN: usize = 1000;
+
+impl fmt::Debug for Node<'_> {
+    /// Python's notation, cut with `…` after `DEBUG_SHOWN` values.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut budget = DEBUG_SHOWN;
+        debug(*self, f, &mut budget)
+    }
+}
+
+fn debug(node: Node<'_>, f: &mut fmt::Formatter<'_>, budget: &mut usize) -> fmt::Result {
+    let Some(left) = budget.checked_sub(1) else { return f.write_str("…") };
+    *budget = left;
+    match node.value() {
+        Value::None => f.write_str("None"),
+        Value::Bool(b) => f.write_str(if b { "True" } else { "False" }),
+        Value::Int(i) => write!(f, "{i}"),
+        Value::BigInt => f.write_str("<int beyond i64>"),
+        Value::Float(x) => write!(f, "{x:?}"),
+        Value::Str(s) => write!(f, "{s:?}"),
+        Value::Bytes(b) => write!(f, "b{:?}", String::from_utf8_lossy(b)),
+        Value::List(items) => debug_seq(items.map(|item| (None, item)), "[", "]", f, budget),
+        Value::Tuple(items) => debug_seq(items.map(|item| (None, item)), "(", ")", f, budget),
+        Value::Dict(entries) => debug_seq(entries.map(|(k, v)| (Some(k), v)), "{", "}", f, budget),
+    }
+}
+
+/// A container's elements (a dict's as `key: value`), stopping once the budget is spent.
+fn debug_seq<'t>(
+    elements: impl Iterator<Item = (Option<Node<'t>>, Node<'t>)>,
+    open: &str,
+    close: &str,
+    f: &mut fmt::Formatter<'_>,
+    budget: &mut usize,
+) -> fmt::Result {
+    f.write_str(open)?;
+    for (i, (key, value)) in elements.enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        if *budget == 0 {
+            f.write_str("…")?;
+            break;
+        }
+        if let Some(key) = key {
+            debug(key, f, budget)?;
+            f.write_str(": ")?;
+        }
+        debug(value, f, budget)?;
+    }
+    f.write_str(close)
+}
+
+/// The elements of a List or a Tuple, or all the keys and values of a Dict, in order.
+#[derive(Clone)]
+pub struct Items<'t> {
+    tree: &'t Tree<'t>,
+    /// What is left of the run being read.
+    run: std::slice::Iter<'t, u32>,
+    next_run: u32,
+    remaining: usize,
+}
+
+impl<'t> Items<'t> {
+    fn of(tree: &'t Tree<'t>, seq: &Seq) -> Self {
+        Items { tree, run: [].iter(), next_run: seq.first_run, remaining: seq.len as usize }
+    }
+    fn empty(tree: &'t Tree<'t>) -> Self {
+        Items { tree, run: [].iter(), next_run: NO_RUN, remaining: 0 }
+    }
+}
+
+impl<'t> Iterator for Items<'t> {
+    type Item = Node<'t>;
+    fn next(&mut self) -> Option<Node<'t>> {
+        // Runs only link to runs made after them, so this ends.
+        loop {
+            if let Some(&id) = self.run.next() {
+                self.remaining = self.remaining.saturating_sub(1);
+                return Some(Node { tree: self.tree, id });
+            }
+            let run = self.tree.runs.get(self.next_run as usize)?;
+            let (start, len) = (run.start as usize, run.len as usize);
+            self.run = self.tree.children.get(start..start.saturating_add(len)).unwrap_or_default().iter();
+            self.next_run = run.next;
+        }
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl ExactSizeIterator for Items<'_> {}
+
+/// The key-value pairs of a Dict, in the order they were written.
+#[derive(Clone)]
+pub struct Entries<'t>(Items<'t>);
+
+impl<'t> Iterator for Entries<'t> {
+    type Item = (Node<'t>, Node<'t>);
+    fn next(&mut self) -> Option<Self::Item> {
+        Some((self.0.next()?, self.0.next()?))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let pairs = self.0.remaining / 2;
+        (pairs, Some(pairs))
+    }
+}
+
+impl ExactSizeIterator for Entries<'_> {}
 
 /// Why a pickle was refused, and the byte offset of the opcode that refused it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,14 +275,13 @@ impl std::error::Error for PickleError {}
 /// Bounds on what one pickle may cost.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// Containers nested in containers, and MARKs open at once. The limit keeps the derived
-    /// recursive `Drop`, `Clone` and `Debug` of [`Value`] far from the stack's end. Real dumps
-    /// nest about 5 deep.
+    /// Containers nested in containers, and MARKs open at once. The limit keeps recursive walks
+    /// of a tree (a reader's, `Debug`) far from the stack's end. Real dumps nest about 5 deep.
     pub max_depth: usize,
-    /// Values in the decoded tree, counting every copy of a shared one. A string or bytes value
-    /// counts one more per 32 bytes it holds, so the limit bounds the tree's memory too (under
-    /// 64 bytes per unit on 64-bit targets). The arena decoding builds first is held to it as
-    /// well, and is also bounded by the input's length.
+    /// Values the opcodes make, and values a walk of the tree can meet, counting every
+    /// reference to a shared one. There a string or bytes value counts one more per 32 bytes
+    /// it holds, so the limit also bounds what a reader copying every value it meets could
+    /// allocate (under 64 bytes per unit). Counts past 2^32 are refused whatever the limit.
     pub max_values: usize,
     /// Entries in the memo (Python's table of shared objects).
     pub max_memo: usize,
@@ -104,22 +289,25 @@ pub struct Limits {
 
 impl Default for Limits {
     /// Far above a real dump (a few hundred thousand values for a few thousand entries with
-    /// their stack frames), while a hostile file's tree stays near a gigabyte at most.
+    /// their stack frames), while a hostile file's walk stays near a gigabyte at most.
     fn default() -> Self {
         Limits { max_depth: 256, max_values: 20_000_000, max_memo: 10_000_000 }
     }
 }
 
 /// Decodes a whole pickle with [`Limits::default`]. Bytes after `STOP` are ignored.
-pub fn decode(bytes: &[u8]) -> Result<Value, PickleError> {
+pub fn decode(bytes: &[u8]) -> Result<Tree<'_>, PickleError> {
     decode_with(bytes, &Limits::default())
 }
 
 /// Decodes a whole pickle within `limits`. Bytes after `STOP` are ignored.
-pub fn decode_with(bytes: &[u8], limits: &Limits) -> Result<Value, PickleError> {
+pub fn decode_with<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Tree<'a>, PickleError> {
+    // The arena counts in u32: every count is below the input's length.
+    if u32::try_from(bytes.len()).is_err() {
+        return Err(PickleError { offset: 0, message: "over 4 GiB: too large for this reader".into() });
+    }
     let mut input = Cursor { bytes, pos: 0 };
-    let mut machine =
-        Machine { limits, nodes: Vec::new(), stack: Vec::new(), metastack: Vec::new(), memo: HashMap::new() };
+    let mut machine = Machine::new(limits, bytes.len());
     loop {
         let at = input.pos;
         let fail = |message: String| PickleError { offset: at, message };
@@ -129,7 +317,7 @@ pub fn decode_with(bytes: &[u8], limits: &Limits) -> Result<Value, PickleError> 
         input.pos += 1;
         match machine.step(op, &mut input) {
             Ok(None) => {}
-            Ok(Some(root)) => return machine.measure(root).and_then(|()| machine.build(root)).map_err(fail),
+            Ok(Some(root)) => return machine.finish(root).map_err(fail),
             Err(message) => return Err(fail(message)),
         }
     }
@@ -182,15 +370,36 @@ impl<'a> Cursor<'a> {
                 self.pos += head.len();
                 Ok(head)
             }
-            None => Err(format!("truncated: needed {len} bytes for {name}, {} left", rest.len())),
+            None => Err(self.truncated(len, name)),
         }
     }
-    fn fixed<const N: usize>(&mut self, name: Op) -> Result<[u8; N], String> {
-        let head = self.take(N as u64, name)?;
-        head.try_into().map_err(|_| format!("truncated: needed {N} bytes for {name}"))
+    #[cold]
+    fn truncated(&self, len: u64, name: Op) -> String {
+        let left = self.bytes.len().saturating_sub(self.pos);
+        format!("truncated: needed {len} bytes for {name}, {left} left")
     }
+    // The fixed-size reads are the decoder's most frequent work (a BINGET's key): inlined, and
+    // without going through `take`.
+    #[inline]
+    fn fixed<const N: usize>(&mut self, name: Op) -> Result<[u8; N], String> {
+        let end = self.pos.saturating_add(N);
+        match self.bytes.get(self.pos..end).and_then(|head| <[u8; N]>::try_from(head).ok()) {
+            Some(head) => {
+                self.pos = end;
+                Ok(head)
+            }
+            None => Err(self.truncated(N as u64, name)),
+        }
+    }
+    #[inline]
     fn u8(&mut self, name: Op) -> Result<u8, String> {
-        self.fixed::<1>(name).map(u8::from_le_bytes)
+        match self.bytes.get(self.pos) {
+            Some(&byte) => {
+                self.pos += 1;
+                Ok(byte)
+            }
+            None => Err(self.truncated(1, name)),
+        }
     }
     fn u32(&mut self, name: Op) -> Result<u32, String> {
         self.fixed(name).map(u32::from_le_bytes)
@@ -221,39 +430,137 @@ enum Kind {
     Dict,
 }
 
-enum Node {
-    /// Anything but a container.
-    Leaf(Value),
-    /// A container's elements as node indices; a dict's are key, value, key, value, ...
-    Seq(Kind, Vec<usize>),
+/// One value in the arena, in 24 bytes (text and bytes by their index in the tree's lists of
+/// them), since a dump decodes to hundreds of thousands.
+enum Slot {
+    None,
+    Bool(bool),
+    Int(i64),
+    BigInt,
+    Float(f64),
+    Str(u32),
+    Bytes(u32),
+    Seq(Seq),
 }
 
-/// What the measuring pass knows of a node.
+/// A container: its elements (the runs from `first_run` on, `len` in all), and what a walk of
+/// it meets, counted as it is filled.
+struct Seq {
+    kind: Kind,
+    /// Pushed a second time (by a GET or DUP), so it may be in more than one place.
+    shared: bool,
+    len: u32,
+    first_run: u32,
+    last_run: u32,
+    /// The values a walk of it meets (as `Limits::max_values` counts them) and how many
+    /// containers deep it goes. Exact until a shared container is filled (`Machine::stale`),
+    /// and never more than the truth.
+    weight: u32,
+    height: u32,
+}
+
+/// The values made once per tree and pushed wherever they occur, at the start of the arena:
+/// BININT1's 256 integers, then None, True and False. Dumps write thousands of them, and a
+/// leaf met through many references costs a walk no more than as many copies would.
+const SMALL_INTS: u32 = 256;
+const NONE_ID: u32 = SMALL_INTS;
+const TRUE_ID: u32 = SMALL_INTS + 1;
+const FALSE_ID: u32 = SMALL_INTS + 2;
+
+/// No run: the end of a container's chain of runs (or an empty container's first).
+const NO_RUN: u32 = u32::MAX;
+
+/// Consecutive elements of one container in `Tree::children`, and the run its elements go on
+/// in (`NO_RUN` for none).
+struct Run {
+    start: u32,
+    len: u32,
+    next: u32,
+}
+
+/// A value on the stack or in the memo: its node and, as in [`Seq`], its weight and height (a
+/// leaf's height is 0). A container's are as they were when it was pushed or memoized, so
+/// they are read again from the arena when the memo gives it back.
 #[derive(Clone, Copy)]
-enum Seen {
-    New,
-    /// On the path being walked: meeting it again means the structure contains itself.
-    Open,
-    Done {
-        weight: usize,
-        height: usize,
-    },
+struct Held {
+    id: u32,
+    weight: u32,
+    height: u32,
 }
 
-/// Python's unpickler with the object-building half removed. `stack` is the part above the
-/// last MARK and `metastack` holds the parts below the open MARKs, as in `pickle.py`, so an
-/// opcode cannot reach past a MARK.
-struct Machine<'l> {
+/// Python's memo. Python's pickler numbers keys 0, 1, 2, ... (and `MEMOIZE` takes the next
+/// number), so they index `dense`; any other key goes to `sparse`, so that no allocation
+/// follows a key's value. A key is in one of the two, never both.
+#[derive(Default)]
+struct Memo {
+    dense: Vec<Held>,
+    /// SipHash, not a faster hash: these keys are the input's choice.
+    sparse: HashMap<u64, Held>,
+}
+
+impl Memo {
+    fn len(&self) -> usize {
+        self.dense.len() + self.sparse.len()
+    }
+    #[inline]
+    fn get(&self, key: u64) -> Option<Held> {
+        let dense = usize::try_from(key).ok().and_then(|i| self.dense.get(i));
+        // Hashing costs more than the rest of a BINGET: skipped while nothing is sparse.
+        let sparse = || if self.sparse.is_empty() { None } else { self.sparse.get(&key) };
+        dense.or_else(sparse).copied()
+    }
+    /// Stores (or, as in Python, replaces) `key`; `false` when it is new and the memo full.
+    fn put(&mut self, key: u64, value: Held, max: usize) -> bool {
+        let index = usize::try_from(key).ok();
+        if let Some(slot) = index.and_then(|i| self.dense.get_mut(i)) {
+            *slot = value;
+            return true;
+        }
+        let replacing = !self.sparse.is_empty() && self.sparse.contains_key(&key);
+        if !replacing && self.len() >= max {
+            return false;
+        }
+        if !replacing && index == Some(self.dense.len()) {
+            self.dense.push(value);
+        } else {
+            self.sparse.insert(key, value);
+        }
+        true
+    }
+}
+
+/// Python's unpickler with the object-building half removed. `marks` holds where each open
+/// MARK's items start in `stack`; as in `pickle.py`, an opcode cannot reach below the last one.
+struct Machine<'a, 'l> {
     limits: &'l Limits,
-    nodes: Vec<Node>,
-    stack: Vec<usize>,
-    metastack: Vec<Vec<usize>>,
-    memo: HashMap<u64, usize>,
+    tree: Tree<'a>,
+    stack: Vec<Held>,
+    marks: Vec<usize>,
+    memo: Memo,
+    /// Whether a shared container was filled: the weights and heights counted before, in the
+    /// containers it is in, may be too low (or it may now be inside itself), so STOP measures
+    /// the tree. Python's memo shares a container once it is whole, so dumps never do this.
+    stale: bool,
+    /// Values made by the opcodes so far (a value made once per tree counts each time).
+    made: usize,
 }
 
-impl Machine<'_> {
+impl<'a, 'l> Machine<'a, 'l> {
+    /// A machine for `input_len` bytes of pickle. The arena is sized from it as a dump fills
+    /// it (a value per 10 bytes, a container's element per 4, a run per 16; growing past that
+    /// is only slower), since growing copies what is there; this stays within what the input
+    /// backs.
+    fn new(limits: &'l Limits, input_len: usize) -> Self {
+        let made_once = (0..SMALL_INTS).map(|i| Slot::Int(i.into()));
+        let mut slots = Vec::with_capacity(made_once.len() + 3 + input_len / 10);
+        slots.extend(made_once.chain([Slot::None, Slot::Bool(true), Slot::Bool(false)]));
+        let (children, runs) = (Vec::with_capacity(input_len / 4), Vec::with_capacity(input_len / 16));
+        let tree = Tree { slots, texts: Vec::new(), blobs: Vec::new(), children, runs, root: 0 };
+        Machine { limits, tree, stack: Vec::new(), marks: Vec::new(), memo: Memo::default(), stale: false, made: 0 }
+    }
+
     /// Runs one opcode; `Some(root)` at STOP.
-    fn step(&mut self, op: u8, input: &mut Cursor<'_>) -> Result<Option<usize>, String> {
+    fn step(&mut self, op: u8, input: &mut Cursor<'a>) -> Result<Option<u32>, String> {
         let name = Op(op);
         match op {
             0x80 => {
@@ -266,74 +573,77 @@ impl Machine<'_> {
             0x95 => {
                 input.u64(name)?;
             }
-            b'.' => return self.pop(name).map(Some),
+            b'.' => return self.pop(name).map(|root| Some(root.id)),
             b'(' => {
-                if self.metastack.len() >= self.limits.max_depth {
+                if self.marks.len() >= self.limits.max_depth {
                     return Err(format!("MARKs nested deeper than {} (Limits::max_depth)", self.limits.max_depth));
                 }
-                self.metastack.push(std::mem::take(&mut self.stack));
+                self.marks.push(self.stack.len());
             }
             // As in Python, POP on an empty stack pops back to the last MARK.
             b'0' => {
-                if self.stack.pop().is_none() {
-                    self.pop_mark(name)?;
+                if self.stack.len() > self.floor() {
+                    self.stack.pop();
+                } else {
+                    self.close_mark(name)?;
                 }
             }
             b'1' => {
-                self.pop_mark(name)?;
+                let mark = self.close_mark(name)?;
+                self.stack.truncate(mark);
             }
             b'2' => {
                 let top = self.top(name)?;
-                self.stack.push(top);
+                self.push_again(top);
             }
-            b'N' => self.push(Value::None)?,
-            0x88 => self.push(Value::Bool(true))?,
-            0x89 => self.push(Value::Bool(false))?,
+            b'N' => self.push_made(NONE_ID)?,
+            0x88 => self.push_made(TRUE_ID)?,
+            0x89 => self.push_made(FALSE_ID)?,
             // Protocols 0 and 1 write True and False as INT `01` and `00`.
             b'I' => match input.line(name)? {
-                b"01" => self.push(Value::Bool(true))?,
-                b"00" => self.push(Value::Bool(false))?,
-                text => self.push(int_text(text, name)?)?,
+                b"01" => self.push_made(TRUE_ID)?,
+                b"00" => self.push_made(FALSE_ID)?,
+                text => self.push_scalar(int_text(text, name)?)?,
             },
-            b'J' => self.push(Value::Int(input.fixed(name).map(i32::from_le_bytes)?.into()))?,
-            b'K' => self.push(Value::Int(input.u8(name)?.into()))?,
-            b'M' => self.push(Value::Int(input.fixed(name).map(u16::from_le_bytes)?.into()))?,
+            b'J' => self.push_scalar(Slot::Int(input.fixed(name).map(i32::from_le_bytes)?.into()))?,
+            b'K' => self.push_made(input.u8(name)?.into())?,
+            b'M' => self.push_scalar(Slot::Int(input.fixed(name).map(u16::from_le_bytes)?.into()))?,
             b'L' => {
                 let text = input.line(name)?;
-                self.push(int_text(text.strip_suffix(b"L").unwrap_or(text), name)?)?;
+                self.push_scalar(int_text(text.strip_suffix(b"L").unwrap_or(text), name)?)?;
             }
             0x8a => {
                 let len = input.u8(name)?;
-                self.push(long_le(input.take(len.into(), name)?))?;
+                self.push_scalar(long_le(input.take(len.into(), name)?))?;
             }
             0x8b => {
                 let len = input.signed_len(name)?;
-                self.push(long_le(input.take(len, name)?))?;
+                self.push_scalar(long_le(input.take(len, name)?))?;
             }
             b'F' => {
                 let text = input.line(name)?;
                 let v = std::str::from_utf8(text).ok().and_then(|t| t.trim().parse().ok());
                 let v = v.ok_or_else(|| format!("{name} argument {:?} is not a number", lossy(text)))?;
-                self.push(Value::Float(v))?;
+                self.push_scalar(Slot::Float(v))?;
             }
-            b'G' => self.push(Value::Float(input.fixed(name).map(f64::from_be_bytes)?))?,
+            b'G' => self.push_scalar(Slot::Float(input.fixed(name).map(f64::from_be_bytes)?))?,
             b'S' => {
                 let text = input.line(name)?;
                 let quoted = match text {
                     [q @ (b'\'' | b'"'), inner @ .., end] if q == end => inner,
                     _ => return Err(format!("{name} argument {:?} is not quoted", lossy(text))),
                 };
-                self.push(Value::Str(latin1(&escape_decode(quoted)?)))?;
+                self.push_str(latin1(&escape_decode(quoted)?).into_owned().into())?;
             }
             b'T' => {
                 let len = input.signed_len(name)?;
-                self.push(Value::Str(latin1(input.take(len, name)?)))?;
+                self.push_str(latin1(input.take(len, name)?))?;
             }
             b'U' => {
                 let len = input.u8(name)?;
-                self.push(Value::Str(latin1(input.take(len.into(), name)?)))?;
+                self.push_str(latin1(input.take(len.into(), name)?))?;
             }
-            b'V' => self.push(Value::Str(raw_unicode_escape(input.line(name)?)?))?,
+            b'V' => self.push_str(raw_unicode_escape(input.line(name)?)?.into())?,
             b'X' | 0x8c | 0x8d => {
                 let len = match op {
                     b'X' => input.u32(name)?.into(),
@@ -341,8 +651,11 @@ impl Machine<'_> {
                     _ => input.u64(name)?,
                 };
                 // Python encodes lone surrogates with "surrogatepass"; a Rust string cannot
-                // hold them, so they become U+FFFD rather than an error.
-                self.push(Value::Str(lossy(input.take(len, name)?)))?;
+                // hold them, so they become U+FFFD rather than an error. Checking first is
+                // faster for the valid text that dumps hold.
+                let bytes = input.take(len, name)?;
+                let text = std::str::from_utf8(bytes).map_or_else(|_| String::from_utf8_lossy(bytes), Cow::Borrowed);
+                self.push_str(text)?;
             }
             b'B' | b'C' | 0x8e | 0x96 => {
                 let len = match op {
@@ -350,49 +663,40 @@ impl Machine<'_> {
                     b'C' => input.u8(name)?.into(),
                     _ => input.u64(name)?,
                 };
-                self.push(Value::Bytes(input.take(len, name)?.to_vec()))?;
+                self.push_bytes(input.take(len, name)?)?;
             }
-            b'}' => self.push_node(Node::Seq(Kind::Dict, Vec::new()))?,
+            b'}' => self.push_seq(Seq::empty(Kind::Dict))?,
             b'd' => {
-                let items = self.pop_mark(name)?;
-                check_pairs(&items, name)?;
-                self.push_node(Node::Seq(Kind::Dict, items))?;
+                let mark = self.close_mark(name)?;
+                self.check_pairs(mark, name)?;
+                self.collect(Kind::Dict, mark, name)?;
             }
-            b's' => {
-                let value = self.pop(name)?;
-                let key = self.pop(name)?;
-                self.extend(Kind::Dict, vec![key, value], name)?;
-            }
+            b's' => self.extend_top(Kind::Dict, 2, name)?,
             b'u' => {
-                let items = self.pop_mark(name)?;
-                check_pairs(&items, name)?;
-                self.extend(Kind::Dict, items, name)?;
+                let mark = self.close_mark(name)?;
+                self.check_pairs(mark, name)?;
+                self.extend(Kind::Dict, mark, name)?;
             }
-            // Sets become lists: a dump has none, and a Value set would need hashing floats.
-            b']' | 0x8f => self.push_node(Node::Seq(Kind::List, Vec::new()))?,
+            b']' | 0x8f => self.push_seq(Seq::empty(Kind::List))?,
             b'l' | 0x91 => {
-                let items = self.pop_mark(name)?;
-                self.push_node(Node::Seq(Kind::List, items))?;
+                let mark = self.close_mark(name)?;
+                self.collect(Kind::List, mark, name)?;
             }
-            b'a' => {
-                let value = self.pop(name)?;
-                self.extend(Kind::List, vec![value], name)?;
-            }
+            b'a' => self.extend_top(Kind::List, 1, name)?,
             b'e' | 0x90 => {
-                let items = self.pop_mark(name)?;
-                self.extend(Kind::List, items, name)?;
+                let mark = self.close_mark(name)?;
+                self.extend(Kind::List, mark, name)?;
             }
-            b')' => self.push_node(Node::Seq(Kind::Tuple, Vec::new()))?,
+            b')' => self.push_seq(Seq::empty(Kind::Tuple))?,
             b't' => {
-                let items = self.pop_mark(name)?;
-                self.push_node(Node::Seq(Kind::Tuple, items))?;
+                let mark = self.close_mark(name)?;
+                self.collect(Kind::Tuple, mark, name)?;
             }
             0x85..=0x87 => {
                 let n = usize::from(op - 0x84);
-                let from = self.stack.len().checked_sub(n);
+                let from = self.stack.len().checked_sub(n).filter(|&from| from >= self.floor());
                 let from = from.ok_or_else(|| format!("{name} needs {n} values on the stack"))?;
-                let items = self.stack.split_off(from);
-                self.push_node(Node::Seq(Kind::Tuple, items))?;
+                self.collect(Kind::Tuple, from, name)?;
             }
             b'p' => {
                 let key = memo_key(input.line(name)?, name)?;
@@ -415,198 +719,360 @@ impl Machine<'_> {
         Ok(None)
     }
 
-    fn push(&mut self, value: Value) -> Result<(), String> {
-        self.push_node(Node::Leaf(value))
-    }
-    fn push_node(&mut self, node: Node) -> Result<(), String> {
-        if self.nodes.len() >= self.limits.max_values {
+    /// Counts a value made, against `Limits::max_values`.
+    #[inline]
+    fn count_made(&mut self) -> Result<(), String> {
+        if self.made >= self.limits.max_values {
             return Err(format!("more than {} values (Limits::max_values)", self.limits.max_values));
         }
-        self.stack.push(self.nodes.len());
-        self.nodes.push(node);
+        self.made += 1;
         Ok(())
     }
-    fn top(&self, name: Op) -> Result<usize, String> {
-        self.stack.last().copied().ok_or_else(|| format!("{name} needs a value on the stack, found none"))
+    /// Adds a value to the arena (not yet to the stack).
+    #[inline]
+    fn add_slot(&mut self, slot: Slot) -> Result<u32, String> {
+        self.count_made()?;
+        let id = u32::try_from(self.tree.slots.len()).map_err(|_| too_many())?;
+        self.tree.slots.push(slot);
+        Ok(id)
     }
-    fn pop(&mut self, name: Op) -> Result<usize, String> {
-        self.stack.pop().ok_or_else(|| format!("{name} needs a value on the stack, found none"))
+    /// Pushes one of the values made once per tree (`SMALL_INTS`, `NONE_ID`, ...).
+    #[inline]
+    fn push_made(&mut self, id: u32) -> Result<(), String> {
+        self.count_made()?;
+        self.stack.push(Held { id, weight: 1, height: 0 });
+        Ok(())
     }
-    /// The items above the last MARK; the stack below it becomes the current one again.
-    fn pop_mark(&mut self, name: Op) -> Result<Vec<usize>, String> {
-        let below = self.metastack.pop().ok_or_else(|| format!("{name} without a MARK before it"))?;
-        Ok(std::mem::replace(&mut self.stack, below))
+    /// Adds a leaf of `weight` (its share of `Limits::max_values`) and pushes it.
+    fn push_leaf(&mut self, slot: Slot, weight: usize) -> Result<(), String> {
+        let weight = u32::try_from(weight).map_err(|_| too_many())?;
+        let id = self.add_slot(slot)?;
+        self.stack.push(Held { id, weight, height: 0 });
+        Ok(())
     }
-    /// Adds items to the container on top of the stack, which must be of kind `want`.
-    fn extend(&mut self, want: Kind, items: Vec<usize>, name: Op) -> Result<(), String> {
-        let target = self.top(name)?;
-        match self.nodes.get_mut(target) {
-            Some(Node::Seq(kind, children)) if *kind == want => {
-                children.extend(items);
-                Ok(())
-            }
-            _ => Err(format!("{name} needs a {want:?} on the stack below its items")),
+    fn push_scalar(&mut self, slot: Slot) -> Result<(), String> {
+        self.push_leaf(slot, 1)
+    }
+    fn push_str(&mut self, text: Cow<'a, str>) -> Result<(), String> {
+        let index = u32::try_from(self.tree.texts.len()).map_err(|_| too_many())?;
+        self.push_leaf(Slot::Str(index), sized_weight(text.len()))?;
+        self.tree.texts.push(text);
+        Ok(())
+    }
+    fn push_bytes(&mut self, bytes: &'a [u8]) -> Result<(), String> {
+        let index = u32::try_from(self.tree.blobs.len()).map_err(|_| too_many())?;
+        self.push_leaf(Slot::Bytes(index), sized_weight(bytes.len()))?;
+        self.tree.blobs.push(bytes);
+        Ok(())
+    }
+    /// Adds a container and pushes it.
+    fn push_seq(&mut self, seq: Seq) -> Result<(), String> {
+        let (weight, height) = (seq.weight, seq.height);
+        let id = self.add_slot(Slot::Seq(seq))?;
+        self.stack.push(Held { id, weight, height });
+        Ok(())
+    }
+    /// Pushes a value once more (DUP, GET). A container becomes shared, and what it holds now
+    /// is read from the arena: it may have been filled since `held` was taken.
+    fn push_again(&mut self, held: Held) {
+        let mut held = held;
+        // Only a container has a height.
+        if held.height > 0
+            && let Some(Slot::Seq(seq)) = self.tree.slots.get_mut(held.id as usize)
+        {
+            seq.shared = true;
+            (held.weight, held.height) = (seq.weight, seq.height);
         }
+        self.stack.push(held);
+    }
+    /// The tree of `root`. Its containers' weights and depths were checked as they were filled;
+    /// only when those may be too low is it measured again.
+    fn finish(self, root: u32) -> Result<Tree<'a>, String> {
+        let mut tree = self.tree;
+        tree.root = root;
+        if self.stale {
+            measure(&tree, self.limits)?;
+        }
+        Ok(tree)
+    }
+    /// Where the items above the last MARK start (0 without one).
+    fn floor(&self) -> usize {
+        self.marks.last().copied().unwrap_or(0)
+    }
+    fn top(&self, name: Op) -> Result<Held, String> {
+        let top = self.stack.last().copied().filter(|_| self.stack.len() > self.floor());
+        top.ok_or_else(|| format!("{name} needs a value on the stack, found none"))
+    }
+    fn pop(&mut self, name: Op) -> Result<Held, String> {
+        let top = self.top(name)?;
+        self.stack.pop();
+        Ok(top)
+    }
+    /// Closes the last MARK: its items are `stack[mark..]`, and the stack below it is the
+    /// current one again.
+    fn close_mark(&mut self, name: Op) -> Result<usize, String> {
+        self.marks.pop().ok_or_else(|| format!("{name} without a MARK before it"))
+    }
+    fn check_pairs(&self, from: usize, name: Op) -> Result<(), String> {
+        if self.stack.len().saturating_sub(from).is_multiple_of(2) {
+            Ok(())
+        } else {
+            Err(format!("{name} with a key but no value"))
+        }
+    }
+    /// Replaces `stack[from..]` with a new container of kind `kind` holding them.
+    fn collect(&mut self, kind: Kind, from: usize, name: Op) -> Result<(), String> {
+        let items = self.stack.get(from..).unwrap_or_default();
+        let mut seq = Seq::empty(kind);
+        seq.count(items, self.limits, name)?;
+        let Tree { children, runs, .. } = &mut self.tree;
+        seq.append(items, children, runs)?;
+        self.stack.truncate(from);
+        self.push_seq(seq)
+    }
+    /// APPEND and SETITEM: the top `n` values go into the container below them.
+    fn extend_top(&mut self, want: Kind, n: usize, name: Op) -> Result<(), String> {
+        let from = self.stack.len().checked_sub(n).filter(|&from| from >= self.floor());
+        let from = from.ok_or_else(|| format!("{name} needs a value on the stack, found none"))?;
+        self.extend(want, from, name)
+    }
+    /// Moves `stack[from..]` into the container just below them, which must be of kind `want`.
+    fn extend(&mut self, want: Kind, from: usize, name: Op) -> Result<(), String> {
+        let below = from.checked_sub(1).filter(|&at| at >= self.floor());
+        let target = below.and_then(|at| Some((at, *self.stack.get(at)?)));
+        let (items, limits) = (self.stack.get(from..).unwrap_or_default(), self.limits);
+        let Tree { slots, children, runs, .. } = &mut self.tree;
+        let seq = target.and_then(|(_, held)| match slots.get_mut(held.id as usize) {
+            Some(Slot::Seq(seq)) if seq.kind == want => Some(seq),
+            _ => None,
+        });
+        let (Some((at, held)), Some(seq)) = (target, seq) else {
+            return Err(format!("{name} needs a {want:?} on the stack below its items"));
+        };
+        self.stale |= seq.shared;
+        seq.count(items, limits, name)?;
+        seq.append(items, children, runs)?;
+        let grown = Held { id: held.id, weight: seq.weight, height: seq.height };
+        self.stack.truncate(from);
+        if let Some(target) = self.stack.get_mut(at) {
+            *target = grown;
+        }
+        Ok(())
     }
     fn memo_put(&mut self, key: u64, name: Op) -> Result<(), String> {
-        let id = self.top(name)?;
-        if self.memo.len() >= self.limits.max_memo && !self.memo.contains_key(&key) {
-            return Err(format!("more than {} memo entries (Limits::max_memo)", self.limits.max_memo));
+        let held = self.top(name)?;
+        if self.memo.put(key, held, self.limits.max_memo) {
+            Ok(())
+        } else {
+            Err(format!("more than {} memo entries (Limits::max_memo)", self.limits.max_memo))
         }
-        self.memo.insert(key, id);
-        Ok(())
     }
     /// Pushes the memoized node itself, not a copy: later APPENDs to it must show everywhere.
+    /// Always inlined: half the opcodes of a dump are BINGETs, and a call costs as much as
+    /// the rest of one.
+    #[inline(always)]
     fn memo_get(&mut self, key: u64, name: Op) -> Result<(), String> {
-        let id = self.memo.get(&key).copied();
-        self.stack.push(id.ok_or_else(|| format!("{name} of memo key {key}, which was never stored"))?);
+        let held = self.memo.get(key);
+        let held = held.ok_or_else(|| format!("{name} of memo key {key}, which was never stored"))?;
+        self.push_again(held);
         Ok(())
     }
-    fn children(&self, id: usize) -> &[usize] {
-        match self.nodes.get(id) {
-            Some(Node::Seq(_, children)) => children,
-            _ => &[],
+}
+
+fn too_many() -> String {
+    "more values than this reader can index".into()
+}
+
+fn too_heavy(limits: &Limits) -> String {
+    format!(
+        "the decoded values, counting each copy of a shared one, would exceed {} (Limits::max_values)",
+        limits.max_values
+    )
+}
+
+fn too_deep(limits: &Limits) -> String {
+    format!("containers nested deeper than {} (Limits::max_depth)", limits.max_depth)
+}
+
+impl Seq {
+    fn empty(kind: Kind) -> Self {
+        Seq { kind, shared: false, len: 0, first_run: NO_RUN, last_run: NO_RUN, weight: 1, height: 1 }
+    }
+    /// Counts `items` in its weight and height, refusing what passes the limits.
+    fn count(&mut self, items: &[Held], limits: &Limits, name: Op) -> Result<(), String> {
+        // Fewer than 2^32 items (each took a byte of input) of under 2^32 each: no overflow.
+        let (mut weight, mut deepest) = (u64::from(self.weight), 0);
+        for held in items {
+            weight += u64::from(held.weight);
+            deepest = deepest.max(held.height);
+        }
+        let height = self.height.max(deepest.saturating_add(1));
+        if usize::try_from(weight).map_or(true, |weight| weight > limits.max_values) {
+            return Err(format!("{name}: {}", too_heavy(limits)));
+        }
+        if height as usize > limits.max_depth {
+            return Err(format!("{name}: {}", too_deep(limits)));
+        }
+        self.weight = u32::try_from(weight).map_err(|_| too_many())?;
+        self.height = height;
+        Ok(())
+    }
+    /// Adds `items` at the end: to the last run when it ends where the next run would start
+    /// (nothing was put in `children` since), else as a new run.
+    fn append(&mut self, items: &[Held], children: &mut Vec<u32>, runs: &mut Vec<Run>) -> Result<(), String> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        let start = children.len();
+        children.extend(items.iter().map(|held| held.id));
+        let (Ok(start), Ok(end)) = (u32::try_from(start), u32::try_from(children.len())) else {
+            return Err(too_many());
+        };
+        // A run lies within `children`, so these sums stay at most `end`.
+        let count = end - start;
+        self.len = self.len.checked_add(count).ok_or_else(too_many)?;
+        let last = runs.get_mut(self.last_run as usize);
+        if let Some(run) = last.filter(|run| run.start + run.len == start) {
+            run.len += count;
+            return Ok(());
+        }
+        let new = u32::try_from(runs.len()).ok().filter(|&new| new != NO_RUN).ok_or_else(too_many)?;
+        match runs.get_mut(self.last_run as usize) {
+            Some(last) => last.next = new,
+            None => self.first_run = new,
+        }
+        self.last_run = new;
+        runs.push(Run { start, len: count, next: NO_RUN });
+        Ok(())
+    }
+}
+
+/// What a node counts for in a walk.
+enum Weighed<'t> {
+    /// A leaf, and its share of `Limits::max_values`.
+    Leaf(usize),
+    /// A container, and its elements.
+    Container(&'t Seq),
+}
+
+impl Tree<'_> {
+    fn weigh(&self, id: u32) -> Weighed<'_> {
+        match self.slots.get(id as usize) {
+            Some(Slot::Seq(seq)) => Weighed::Container(seq),
+            Some(Slot::Str(index)) => {
+                Weighed::Leaf(sized_weight(self.texts.get(*index as usize).map_or(0, |s| s.len())))
+            }
+            Some(Slot::Bytes(index)) => {
+                Weighed::Leaf(sized_weight(self.blobs.get(*index as usize).map_or(0, |b| b.len())))
+            }
+            _ => Weighed::Leaf(1),
         }
     }
+}
 
-    /// Weighs the tree `root` would become (copies included) and its depth, by a depth-first
-    /// walk that remembers each node's result, so shared nodes are walked once. Also refuses
-    /// a structure that contains itself, which no tree can hold.
-    fn measure(&self, root: usize) -> Result<(), String> {
-        let mut seen = vec![Seen::New; self.nodes.len()];
-        if let Some(s) = seen.get_mut(root) {
-            *s = Seen::Open;
-        }
-        let mut path = vec![(root, 0_usize)];
-        while let Some((id, next)) = path.last_mut() {
-            let id = *id;
-            if let Some(&child) = self.children(id).get(*next) {
-                *next += 1;
-                let leaf = match self.nodes.get(child) {
-                    Some(Node::Leaf(v)) => Some(v),
-                    _ => None,
-                };
-                match (seen.get_mut(child), leaf) {
-                    (Some(s @ Seen::New), Some(v)) => *s = Seen::Done { weight: weight(v), height: 0 },
-                    (Some(s @ Seen::New), None) => {
+/// A string's or bytes' share of `Limits::max_values`: one, plus one per 32 bytes, so a big
+/// string met many times through the memo is weighed by its size.
+fn sized_weight(len: usize) -> usize {
+    1 + len / 32
+}
+
+/// What the measuring pass knows of a container.
+#[derive(Clone, Copy)]
+enum Seen {
+    New,
+    /// On the path being walked: meeting it again means the structure contains itself.
+    Open,
+    Done {
+        weight: usize,
+        height: usize,
+    },
+}
+
+/// A container on the measuring pass's path: its elements left and what those done add up to.
+struct Measuring<'t> {
+    id: u32,
+    elements: Items<'t>,
+    weight: usize,
+    height: usize,
+}
+
+impl<'t> Measuring<'t> {
+    /// Container `id`, just met: itself, so far.
+    fn start(tree: &'t Tree<'t>, id: u32, seq: &Seq) -> Self {
+        Measuring { id, elements: Items::of(tree, seq), weight: 1, height: 1 }
+    }
+    /// Counts an element of `weight` values, `height` containers deep.
+    fn add(&mut self, weight: usize, height: usize) {
+        self.weight = self.weight.saturating_add(weight);
+        self.height = self.height.max(height.saturating_add(1));
+    }
+}
+
+/// Weighs the tree the root stands for (every reference to a shared value counted) and its
+/// depth, by a depth-first walk that remembers each container's result, so that each is walked
+/// once. Also refuses a structure that contains itself, which no walk could finish.
+fn measure(tree: &Tree<'_>, limits: &Limits) -> Result<(), String> {
+    let Weighed::Container(root) = tree.weigh(tree.root) else { return Ok(()) };
+    let mut seen = vec![Seen::New; tree.slots.len()];
+    if let Some(s) = seen.get_mut(tree.root as usize) {
+        *s = Seen::Open;
+    }
+    let mut path = vec![Measuring::start(tree, tree.root, root)];
+    while let Some(frame) = path.last_mut() {
+        if let Some(child) = frame.elements.next() {
+            match tree.weigh(child.id) {
+                Weighed::Leaf(weight) => frame.add(weight, 0),
+                Weighed::Container(seq) => match seen.get_mut(child.id as usize) {
+                    Some(Seen::Done { weight, height }) => frame.add(*weight, *height),
+                    // The path is as long as the walk is deep: past the limit, that is the answer.
+                    Some(Seen::New) if path.len() >= limits.max_depth => return Err(too_deep(limits)),
+                    Some(s @ Seen::New) => {
                         *s = Seen::Open;
-                        path.push((child, 0));
+                        path.push(Measuring::start(tree, child.id, seq));
                     }
-                    (Some(Seen::Open), _) => {
-                        return Err("the pickle holds a container inside itself, which a tree cannot hold".into());
-                    }
-                    _ => {}
-                }
-                continue;
+                    _ => return Err("the pickle holds a container inside itself, which a tree cannot hold".into()),
+                },
             }
-            path.pop();
-            let (mut total, mut height) = (1_usize, 1_usize);
-            for &child in self.children(id) {
-                if let Some(Seen::Done { weight, height: h }) = seen.get(child) {
-                    total = total.saturating_add(*weight);
-                    height = height.max(h.saturating_add(1));
-                }
-            }
-            if total > self.limits.max_values {
-                return Err(format!(
-                    "the decoded values, counting each copy of a shared one, would exceed {} (Limits::max_values)",
-                    self.limits.max_values
-                ));
-            }
-            if height > self.limits.max_depth {
-                return Err(format!("containers nested deeper than {} (Limits::max_depth)", self.limits.max_depth));
-            }
-            if let Some(s) = seen.get_mut(id) {
-                *s = Seen::Done { weight: total, height };
-            }
+            continue;
         }
-        Ok(())
-    }
-
-    /// Copies the arena's tree under `root` into owned values, without recursion. Called
-    /// after `measure`, so it ends and its size is known to be within the limits.
-    fn build(&self, root: usize) -> Result<Value, String> {
-        let mut path: Vec<Frame<'_>> = Vec::new();
-        let mut finished = open(&self.nodes, root, &mut path)?;
-        loop {
-            if let Some(value) = finished.take() {
-                match path.last_mut() {
-                    Some(frame) => frame.done.push(value),
-                    None => return Ok(value),
-                }
-            }
-            let Some(frame) = path.last_mut() else { return Err("internal: nothing built".into()) };
-            if let Some((&child, rest)) = frame.todo.split_first() {
-                frame.todo = rest;
-                finished = open(&self.nodes, child, &mut path)?;
-            } else if let Some(frame) = path.pop() {
-                finished = Some(match frame.kind {
-                    Kind::List => Value::List(frame.done),
-                    Kind::Tuple => Value::Tuple(frame.done),
-                    Kind::Dict => {
-                        let mut items = frame.done.into_iter();
-                        let mut pairs = Vec::with_capacity(items.len() / 2);
-                        while let (Some(k), Some(v)) = (items.next(), items.next()) {
-                            pairs.push((k, v));
-                        }
-                        Value::Dict(pairs)
-                    }
-                });
-            }
+        let Some(Measuring { id, weight, height, .. }) = path.pop() else { break };
+        if weight > limits.max_values {
+            return Err(too_heavy(limits));
+        }
+        if height > limits.max_depth {
+            return Err(too_deep(limits));
+        }
+        if let Some(s) = seen.get_mut(id as usize) {
+            *s = Seen::Done { weight, height };
+        }
+        if let Some(parent) = path.last_mut() {
+            parent.add(weight, height);
         }
     }
-}
-
-/// A container being copied by `build`: the children left to copy and the copies made.
-struct Frame<'n> {
-    kind: Kind,
-    todo: &'n [usize],
-    done: Vec<Value>,
-}
-
-/// Starts copying node `id`: a leaf is copied at once, a container opens a frame.
-fn open<'n>(nodes: &'n [Node], id: usize, path: &mut Vec<Frame<'n>>) -> Result<Option<Value>, String> {
-    match nodes.get(id) {
-        Some(Node::Leaf(v)) => Ok(Some(v.clone())),
-        Some(Node::Seq(kind, todo)) => {
-            path.push(Frame { kind: *kind, todo, done: Vec::with_capacity(todo.len()) });
-            Ok(None)
-        }
-        None => Err(format!("internal: node {id} missing")),
-    }
-}
-
-/// A leaf's share of `Limits::max_values`: one, plus one per 32 bytes of text or bytes, so
-/// a big string copied many times through the memo is weighed by its size.
-fn weight(v: &Value) -> usize {
-    match v {
-        Value::Str(s) => 1 + s.len() / 32,
-        Value::Bytes(b) => 1 + b.len() / 32,
-        _ => 1,
-    }
-}
-
-fn check_pairs(items: &[usize], name: Op) -> Result<(), String> {
-    if items.len().is_multiple_of(2) { Ok(()) } else { Err(format!("{name} with a key but no value")) }
+    Ok(())
 }
 
 fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Python 2 `str`s are bytes; reading them as latin-1 keeps every byte as one char.
-fn latin1(bytes: &[u8]) -> String {
-    bytes.iter().copied().map(char::from).collect()
+/// Python 2 `str`s are bytes; reading them as latin-1 keeps every byte as one char. ASCII
+/// (nearly all of them) is the same text in UTF-8, so it is borrowed.
+fn latin1(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) if bytes.is_ascii() => Cow::Borrowed(text),
+        _ => Cow::Owned(bytes.iter().copied().map(char::from).collect()),
+    }
 }
 
 /// A decimal integer (INT, LONG), beyond i64 as `BigInt`.
-fn int_text(text: &[u8], name: Op) -> Result<Value, String> {
+fn int_text(text: &[u8], name: Op) -> Result<Slot, String> {
     let t = std::str::from_utf8(text).unwrap_or_default().trim();
     let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!("{name} argument {:?} is not a decimal integer", lossy(text)));
     }
-    Ok(t.parse().map_or(Value::BigInt, Value::Int))
+    Ok(t.parse().map_or(Slot::BigInt, Slot::Int))
 }
 
 fn memo_key(text: &[u8], name: Op) -> Result<u64, String> {
@@ -616,12 +1082,12 @@ fn memo_key(text: &[u8], name: Op) -> Result<u64, String> {
 
 /// LONG1 and LONG4: little-endian two's complement. Python writes the fewest bytes, but a
 /// longer form whose extra bytes only extend the sign is still the same number.
-fn long_le(bytes: &[u8]) -> Value {
+fn long_le(bytes: &[u8]) -> Slot {
     let negative = bytes.last().is_some_and(|&b| b & 0x80 != 0);
     let fill = if negative { 0xff } else { 0 };
     let (low, high) = bytes.split_at_checked(8).unwrap_or((bytes, &[]));
     if high.iter().any(|&b| b != fill) {
-        return Value::BigInt;
+        return Slot::BigInt;
     }
     let mut word = [fill; 8];
     for (w, &b) in word.iter_mut().zip(low) {
@@ -629,7 +1095,7 @@ fn long_le(bytes: &[u8]) -> Value {
     }
     let v = i64::from_le_bytes(word);
     // 2**63 is nine bytes `00 .. 80 00`: its low eight read as i64::MIN, of the wrong sign.
-    if (v < 0) == negative { Value::Int(v) } else { Value::BigInt }
+    if (v < 0) == negative { Slot::Int(v) } else { Slot::BigInt }
 }
 
 /// STRING's quoted text, unescaped as Python's `codecs.escape_decode` does.
@@ -704,7 +1170,7 @@ fn raw_unicode_escape(text: &[u8]) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use Value::{BigInt, Bool, Bytes, Float, Int, List, Str, Tuple};
+    use Owned::{BigInt, Bool, Bytes, Dict, Float, Int, List, Str, Tuple};
 
     // Made with Python 3.11 (`lit` writes bytes as a Rust literal, escaping `\`, `"` and
     // everything outside printable ASCII):
@@ -777,13 +1243,51 @@ mod tests {
     const MISC_P0: &[u8] = b"(lp0\nVa\\u005cb\\u000ac\xe9\\u20ac\\U0001f600\np1\naF0.25\na(ta(I1\ntp2\na(lp3\na(dp4\
         \naI01\naI00\naL1099511627776L\na.";
 
-    fn s(text: &str) -> Value {
+    /// An owned copy of a decoded value, to compare with `==`.
+    #[derive(Debug, Clone, PartialEq)]
+    enum Owned {
+        None,
+        Bool(bool),
+        Int(i64),
+        BigInt,
+        Float(f64),
+        Str(String),
+        Bytes(Vec<u8>),
+        List(Vec<Owned>),
+        Tuple(Vec<Owned>),
+        Dict(Vec<(Owned, Owned)>),
+    }
+
+    /// Copies every value a walk of `node` meets. The recursion and the copies are bounded:
+    /// a decoded tree is acyclic, at most `Limits::max_depth` deep, and a walk of it meets at
+    /// most `Limits::max_values` values.
+    fn owned(node: Node<'_>) -> Owned {
+        match node.value() {
+            Value::None => Owned::None,
+            Value::Bool(b) => Bool(b),
+            Value::Int(i) => Int(i),
+            Value::BigInt => BigInt,
+            Value::Float(f) => Float(f),
+            Value::Str(s) => Str(s.to_owned()),
+            Value::Bytes(b) => Bytes(b.to_vec()),
+            Value::List(items) => List(items.map(owned).collect()),
+            Value::Tuple(items) => Tuple(items.map(owned).collect()),
+            Value::Dict(entries) => Dict(entries.map(|(k, v)| (owned(k), owned(v))).collect()),
+        }
+    }
+    fn decoded(bytes: &[u8]) -> Result<Owned, PickleError> {
+        decode(bytes).map(|tree| owned(tree.root()))
+    }
+    fn decoded_with(bytes: &[u8], limits: &Limits) -> Result<Owned, PickleError> {
+        decode_with(bytes, limits).map(|tree| owned(tree.root()))
+    }
+    fn s(text: &str) -> Owned {
         Str(text.into())
     }
-    fn dict(pairs: Vec<(&str, Value)>) -> Value {
-        Value::Dict(pairs.into_iter().map(|(k, v)| (s(k), v)).collect())
+    fn dict(pairs: Vec<(&str, Owned)>) -> Owned {
+        Dict(pairs.into_iter().map(|(k, v)| (s(k), v)).collect())
     }
-    fn flight_recorder() -> Value {
+    fn flight_recorder() -> Owned {
         let frame = dict(vec![("name", s("f")), ("filename", s("a.py")), ("line", Int(3))]);
         let entry = dict(vec![
             ("record_id", Int(0)),
@@ -793,7 +1297,7 @@ mod tests {
             ("time_created_ns", Int(1724779239936775119)),
             ("input_sizes", List(vec![List(vec![Int(3), Int(4)])])),
             ("state", s("completed")),
-            ("time_discovered_started_ns", Value::None),
+            ("time_discovered_started_ns", Owned::None),
             ("retired", Bool(true)),
             ("timeout_ms", Int(600000)),
             ("is_p2p", Bool(false)),
@@ -824,43 +1328,100 @@ mod tests {
     fn error(bytes: &[u8]) -> PickleError {
         decode(bytes).expect_err("the pickle should be refused")
     }
+    /// `]` then `2\x86` (DUP, TUPLE2) `times` times: a tuple of two references to the tuple
+    /// below, 2**times lists once expanded.
+    fn doubled(times: usize) -> Vec<u8> {
+        [&b"\x80\x02]"[..], &b"2\x86".repeat(times), b"."].concat()
+    }
 
     #[test]
     fn a_flight_recorder_dump_in_every_protocol() {
         for (p, bytes) in all_protocols().iter().enumerate() {
-            assert_eq!(decode(bytes), Ok(flight_recorder()), "protocol {p}");
+            assert_eq!(decoded(bytes), Ok(flight_recorder()), "protocol {p}");
             assert_eq!(super::super::looks_like_pickle(bytes), p >= 2, "protocol {p}");
         }
-        let dump = decode(FR_P2).unwrap();
-        let entry = &dump.get("entries").unwrap().items()[0];
-        assert_eq!(dump.get("version").and_then(Value::as_str), Some("2.9"));
-        assert_eq!(entry.get("time_created_ns").and_then(Value::as_i64), Some(1724779239936775119));
-        assert_eq!(entry.get("duration_ms").and_then(Value::as_f64), Some(1.5));
-        assert_eq!(entry.get("timeout_ms").and_then(Value::as_f64), Some(600000.0));
-        assert_eq!(entry.get("retired").and_then(Value::as_bool), Some(true));
+        let tree = decode(FR_P2).unwrap();
+        let dump = tree.root();
+        let entry = dump.get("entries").unwrap().items().next().unwrap();
+        assert_eq!(dump.get("version").and_then(Node::as_str), Some("2.9"));
+        assert_eq!(entry.get("time_created_ns").and_then(Node::as_i64), Some(1724779239936775119));
+        assert_eq!(entry.get("duration_ms").and_then(Node::as_f64), Some(1.5));
+        assert_eq!(entry.get("timeout_ms").and_then(Node::as_f64), Some(600000.0));
+        assert_eq!(entry.get("retired").and_then(Node::as_bool), Some(true));
         assert_eq!(entry.get("process_group").unwrap().items().len(), 2);
         assert_eq!(entry.entries().len(), 13);
-        assert_eq!((entry.get("missing"), s("x").items(), s("x").entries()), (None, &[][..], &[][..]));
+        let text = entry.get("state").unwrap();
+        assert_eq!((entry.get("missing").is_none(), text.items().len(), text.entries().len()), (true, 0, 0));
+        assert_eq!((text.as_i64(), text.as_f64(), text.as_bool(), dump.as_str()), (None, None, None, None));
+    }
+
+    #[test]
+    fn text_borrows_the_input_where_it_can() {
+        let tree = decode(FR_P4).unwrap();
+        let version = tree.root().get("version").and_then(Node::as_str).unwrap();
+        assert!(FR_P4.as_ptr_range().contains(&version.as_ptr()), "SHORT_BINUNICODE is borrowed");
+        // Latin-1 beyond ASCII is not UTF-8, so it is copied; ASCII is borrowed.
+        let input = b"(U\x02c\xe9U\x02abt.";
+        let tree = decode(input).unwrap();
+        let texts: Vec<_> = tree.root().items().map(|n| n.as_str().unwrap()).collect();
+        assert_eq!(texts, ["c\u{e9}", "ab"]);
+        assert!(!input.as_ptr_range().contains(&texts[0].as_ptr()));
+        assert!(input.as_ptr_range().contains(&texts[1].as_ptr()));
+        // Invalid UTF-8 in BINUNICODE becomes U+FFFD.
+        assert_eq!(decoded(b"\x80\x04\x8c\x02a\xff."), Ok(s("a\u{fffd}")));
     }
 
     #[test]
     fn shared_and_memoized_before_filled() {
         let a = List(vec![Int(1), Int(2)]);
-        let want = List(vec![a.clone(), a.clone(), Value::Dict(vec![(s("k"), a)])]);
-        assert_eq!(decode(SHARED_P0), Ok(want.clone()));
-        assert_eq!(decode(SHARED_P2), Ok(want));
+        let want = List(vec![a.clone(), a.clone(), Dict(vec![(s("k"), a)])]);
+        assert_eq!(decoded(SHARED_P0), Ok(want.clone()));
+        assert_eq!(decoded(SHARED_P2), Ok(want));
+    }
+
+    #[test]
+    fn a_container_filled_in_batches_between_others() {
+        // l = [1, 2]; [3] built and popped; l got back from the memo, then 4 and 5 appended:
+        // l's elements are two runs with [3]'s between them.
+        let input = b"\x80\x02]q\x00(K\x01K\x02e]q\x01(K\x03e0h\x00(K\x04K\x05e.";
+        let tree = decode(input).unwrap();
+        assert_eq!(owned(tree.root()), List(vec![Int(1), Int(2), Int(4), Int(5)]));
+        let mut items = tree.root().items();
+        assert_eq!(items.len(), 4);
+        items.nth(2);
+        assert_eq!((items.len(), items.next().and_then(Node::as_i64), items.next().is_none()), (1, Some(5), true));
+        // SETITEM one pair at a time, and protocol 0's APPEND one item at a time.
+        assert_eq!(decoded(b"}K\x01K\x02sK\x03K\x04s."), Ok(Dict(vec![(Int(1), Int(2)), (Int(3), Int(4))])));
+        assert_eq!(decoded(b"(lp0\nI1\naI2\na."), Ok(List(vec![Int(1), Int(2)])));
+        // A key set twice: the last pair wins.
+        let tree = decode(b"\x80\x02}(X\x01\x00\x00\x00kq\x00K\x01h\x00K\x02u.").unwrap();
+        assert_eq!(tree.root().get("k").and_then(Node::as_i64), Some(2));
+    }
+
+    #[test]
+    fn memo_keys_out_of_order() {
+        // Keys 5, then MEMOIZE (the memo's length, 1), then a far key: nothing allocated for it.
+        let input = b"\x80\x04(K\x07q\x05K\x08\x94K\x09r\xff\xff\xff\xffh\x01h\x05j\xff\xff\xff\xfft.";
+        assert_eq!(decoded(input), Ok(Tuple(vec![Int(7), Int(8), Int(9), Int(8), Int(7), Int(9)])));
+        // Key 1 first (sparse), then 0 (dense), then 1 replaced and read back; 2 follows the dense ones.
+        let input = b"\x80\x02(K\x07q\x01K\x08q\x00K\x09q\x01K\x0aq\x02h\x01h\x00h\x02t.";
+        assert_eq!(decoded(input), Ok(Tuple(vec![Int(7), Int(8), Int(9), Int(10), Int(9), Int(8), Int(10)])));
+        let three = Limits { max_memo: 3, ..Limits::default() };
+        assert!(decode_with(input, &three).is_ok());
+        let two = Limits { max_memo: 2, ..Limits::default() };
+        assert!(decode_with(input, &two).unwrap_err().message.contains("Limits::max_memo"));
     }
 
     #[test]
     fn integers_beyond_i64() {
         let want = List(vec![BigInt, Int(-1), Int(i64::MAX), Int(i64::MIN), BigInt, BigInt]);
         for bytes in [BIG_P0, BIG_P1, BIG_P2] {
-            assert_eq!(decode(bytes), Ok(want.clone()));
+            assert_eq!(decoded(bytes), Ok(want.clone()));
         }
         // Longer than needed but only sign-extended: still in i64. LONG4 too.
-        assert_eq!(decode(b"\x80\x02\x8a\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff."), Ok(Int(-1)));
-        assert_eq!(decode(b"\x80\x02\x8b\x02\x00\x00\x00\x00\x80."), Ok(Int(-32768)));
-        assert_eq!(decode(b"\x80\x02\x8a\x00."), Ok(Int(0)));
+        assert_eq!(decoded(b"\x80\x02\x8a\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff."), Ok(Int(-1)));
+        assert_eq!(decoded(b"\x80\x02\x8b\x02\x00\x00\x00\x00\x80."), Ok(Int(-32768)));
+        assert_eq!(decoded(b"\x80\x02\x8a\x00."), Ok(Int(0)));
     }
 
     #[test]
@@ -878,28 +1439,46 @@ mod tests {
             Float(0.25),
             Int(-5),
             Int(70000),
-            Value::None,
+            Owned::None,
         ]);
-        assert_eq!(decode(MISC_P5), Ok(want));
+        assert_eq!(decoded(MISC_P5), Ok(want));
         let want = List(vec![
             s(&format!("{text}\u{1f600}")),
             Float(0.25),
             Tuple(vec![]),
             Tuple(vec![Int(1)]),
             List(vec![]),
-            Value::Dict(vec![]),
+            Dict(vec![]),
             Bool(true),
             Bool(false),
             Int(1 << 40),
         ]);
-        assert_eq!(decode(MISC_P0), Ok(want));
+        assert_eq!(decoded(MISC_P0), Ok(want));
         // Python 2 strings (STRING, BINSTRING, SHORT_BINSTRING) as latin-1; POP, POP_MARK, DUP.
-        assert_eq!(decode(b"S'a\\n\\x41\\101\\'\\q'\n."), Ok(s("a\nAA'\\q")));
+        assert_eq!(decoded(b"S'a\\n\\x41\\101\\'\\q'\n."), Ok(s("a\nAA'\\q")));
         let py2 = Tuple(vec![s("ab"), s("c\u{e9}")]);
-        assert_eq!(decode(b"(T\x02\x00\x00\x00abU\x02c\xe9I5\n0t."), Ok(py2));
-        assert_eq!(decode(b"N(NN12\x86."), Ok(Tuple(vec![Value::None, Value::None])));
-        assert_eq!(decode(b"U\x01a0N."), Ok(Value::None));
-        assert_eq!(decode(b"\x80\x02U\x02c\xe9.").unwrap().as_str(), Some("c\u{e9}"));
+        assert_eq!(decoded(b"(T\x02\x00\x00\x00abU\x02c\xe9I5\n0t."), Ok(py2));
+        assert_eq!(decoded(b"N(NN12\x86."), Ok(Tuple(vec![Owned::None, Owned::None])));
+        assert_eq!(decoded(b"U\x01a0N."), Ok(Owned::None));
+        assert_eq!(decode(b"\x80\x02U\x02c\xe9.").unwrap().root().as_str(), Some("c\u{e9}"));
+    }
+
+    #[test]
+    fn debug_is_python_like_and_bounded() {
+        let tree = decode(SHARED_P2).unwrap();
+        assert_eq!(format!("{tree:?}"), "[[1, 2], [1, 2], {\"k\": [1, 2]}]");
+        let tree = decode(MISC_P5).unwrap();
+        assert_eq!(
+            format!("{tree:?}"),
+            "[[1, 2], [3], b\"ab\", b\"cd\", \"a\\\\b\\nc\u{e9}\u{20ac}\", (), (1), (1, 2, 3), 0.25, -5, 70000, None]"
+        );
+        assert_eq!(format!("{:?}", decode(BIG_P2).unwrap().root().items().next().unwrap()), "<int beyond i64>");
+        assert_eq!(format!("{:?}", decode(b"\x88.").unwrap()), "True");
+        // 2**20 lists within the limits: Debug shows a thousand values and stops.
+        let input = doubled(20);
+        let tree = decode(&input).unwrap();
+        let shown = format!("{tree:?}");
+        assert!(shown.len() < 10_000 && shown.contains('…'), "{} bytes", shown.len());
     }
 
     #[test]
@@ -940,38 +1519,50 @@ mod tests {
         assert_eq!(e.to_string(), "at byte 6: truncated: needed 7 bytes for BINUNICODE, 1 left");
         assert_eq!(error(b"I12").message, "truncated: needed a line ending in \\n for INT");
         // Trailing bytes after STOP are ignored.
-        assert_eq!(decode(b"N.garbage"), Ok(Value::None));
+        assert_eq!(decoded(b"N.garbage"), Ok(Owned::None));
     }
 
     #[test]
-    fn exponential_sharing_is_refused_before_it_is_built() {
-        // l0 = []; l1 = [l0, l0]; ...; l60 = [l59, l59]: 2**60 lists once copied.
+    fn exponential_sharing_is_refused_before_it_is_walked() {
+        // l0 = []; l1 = [l0, l0]; ...; l60 = [l59, l59]: 2**60 lists once expanded.
         let mut gets = b"\x80\x02]q\x00".to_vec();
         for i in 1..=60_u8 {
             gets.extend([b']', b'(', b'h', i - 1, b'h', i - 1, b'e', b'q', i]);
         }
         gets.push(b'.');
         // The same with DUP: (((l, l), (l, l)), ...) 64 times.
-        let mut dups = b"\x80\x02]".to_vec();
-        for _ in 0..64 {
-            dups.extend([b'2', 0x86]);
+        // Refused as soon as a container's count passes the limit, at the opcode that fills it.
+        for (bytes, op) in [(gets, "APPENDS"), (doubled(64), "TUPLE2")] {
+            let e = error(&bytes);
+            assert!(e.message.starts_with(op) && e.message.contains("Limits::max_values"), "{e}");
+            assert!(e.offset < bytes.len() - 1, "{e}");
         }
-        dups.push(b'.');
-        for bytes in [gets, dups] {
-            assert!(error(&bytes).message.contains("Limits::max_values"));
-        }
-        // Within the limits, the copies are made.
+        // Within the limits, every reference is walked.
         let small = Limits { max_values: 7, ..Limits::default() };
         let want = Tuple(vec![Tuple(vec![List(vec![]), List(vec![])]); 2]);
-        assert_eq!(decode_with(b"]2\x862\x86.", &small), Ok(want));
+        assert_eq!(decoded_with(b"]2\x862\x86.", &small), Ok(want));
         assert!(decode_with(b"]2\x862\x86.", &Limits { max_values: 6, ..small }).is_err());
-        // A string is weighed by its size, so copying a big one is no way round the limit.
+        // A shared list filled after it was put in a tuple twice: its counts grew after the
+        // tuple's were taken, so STOP measures the whole tree again (1 + 6 + 6 values).
+        let late = b"\x80\x02]q\x00h\x00\x86h\x00(K\x01K\x02K\x03K\x04K\x05e0.";
+        let filled = List((1..=5).map(Int).collect());
+        assert_eq!(decoded_with(late, &Limits { max_values: 13, ..small }), Ok(Tuple(vec![filled.clone(), filled])));
+        let e = decode_with(late, &Limits { max_values: 12, ..small }).unwrap_err();
+        assert_eq!((e.offset, e.message.contains("Limits::max_values")), (late.len() - 1, true), "{e}");
+        // Values popped never reach the tree, and a walk does not meet them: two 64-byte
+        // strings (3 each) popped, then the root, within 5 all the same.
+        let popped = [&b"\x80\x04\x8c\x40"[..], &[b'x'; 64], b"0\x8c\x40", &[b'y'; 64], b"0N."].concat();
+        assert_eq!(decoded_with(&popped, &Limits { max_values: 5, ..small }), Ok(Owned::None));
+        // A string is weighed by its size, so meeting a big one many times is no way round the limit.
         let mut big = b"\x80\x04\x8d\x00\x00\x10\x00\x00\x00\x00\x00".to_vec();
         big.extend(std::iter::repeat_n(b'x', 1 << 20));
         big.extend(b"\x94(");
         big.extend(std::iter::repeat_n(*b"h\x00", 2000).flatten());
         big.extend(b"l.");
         assert!(error(&big).message.contains("Limits::max_values"));
+        // The arena itself is held to the limit too, at the opcode that passes it.
+        let e = decode_with(b"(NNNNt.", &Limits { max_values: 3, ..Limits::default() }).unwrap_err();
+        assert_eq!((e.offset, e.message.as_str()), (4, "more than 3 values (Limits::max_values)"));
     }
 
     #[test]
@@ -988,16 +1579,26 @@ mod tests {
     #[test]
     fn nesting_is_bounded() {
         let nested = |depth: usize| [vec![b']'; depth], vec![b'a'; depth - 1], vec![b'.']].concat();
-        let mut v = decode(&nested(256)).unwrap();
+        let input = nested(256);
+        let tree = decode(&input).unwrap();
+        let mut node = tree.root();
         for _ in 1..256 {
-            v = v.items()[0].clone();
+            node = node.items().next().unwrap();
         }
-        assert_eq!(v, List(vec![]));
+        assert_eq!(owned(node), List(vec![]));
         assert!(error(&nested(257)).message.contains("Limits::max_depth"));
         assert!(error(&nested(100_000)).message.contains("Limits::max_depth"));
         assert!(error(&[b'('; 300]).message.contains("Limits::max_depth"));
+        // A shared list put five deep, then given five more levels through the memo: the depth
+        // counted as containers were filled is 6, the tree's 11, which STOP measures.
+        let late = b"\x80\x02]q\x000]]]]]h\x00aaaaah\x00]]]]]aaaaa0.";
+        let e = decode_with(late, &Limits { max_depth: 10, ..Limits::default() }).unwrap_err();
+        assert_eq!((e.offset, e.message.contains("Limits::max_depth")), (late.len() - 1, true), "{e}");
+        assert!(decode_with(late, &Limits { max_depth: 11, ..Limits::default() }).is_ok());
         // l = []; l.append(l); pickle.dumps(l, protocol=2)
         assert!(error(b"\x80\x02]q\x00h\x00a.").message.contains("inside itself"));
+        // A dict holding itself as a value, one level down: {"k": [d]}.
+        assert!(error(b"\x80\x02}q\x00X\x01\x00\x00\x00k]h\x00as.").message.contains("inside itself"));
     }
 
     #[test]
@@ -1006,9 +1607,15 @@ mod tests {
         assert!(error(b"q\x00.").message.contains("needs a value on the stack"));
         assert!(error(b"NNa.").message.contains("needs a List"));
         assert!(error(b"}(Nd.").message.contains("a key but no value"));
+        assert!(error(b"}(Nu.").message.contains("a key but no value"));
         assert!(error(b"N(e.").message.contains("needs a List"));
+        assert!(error(b"N(Ns.").message.contains("needs a value on the stack"));
         assert!(error(b"NN\x87.").message.contains("needs 3 values"));
+        assert!(error(b"N(N\x86.").message.contains("needs 2 values"));
+        assert!(error(b"N(.").message.contains("needs a value on the stack"));
         assert!(error(b"e.").message.contains("without a MARK"));
+        // POP on an empty stack above a MARK pops the MARK, as in Python.
+        assert_eq!(decoded(b"N(0."), Ok(Owned::None));
         let few = Limits { max_memo: 2, ..Limits::default() };
         assert!(decode_with(b"Np0\np1\np0\n.", &few).is_ok());
         assert!(decode_with(b"N\x94\x94\x94.", &few).unwrap_err().message.contains("Limits::max_memo"));

@@ -104,13 +104,13 @@ impl DocumentParser {
         };
         match self.kind {
             Document::FlightPickle => {
-                let value = pickle::decode(&self.bytes).map_err(|e| format!("not a readable pickle: {e}"))?;
-                Ok(evidence(Vec::new(), Some(dump::read(&value)?)))
+                let tree = pickle::decode(&self.bytes).map_err(|e| format!("not a readable pickle: {e}"))?;
+                Ok(evidence(Vec::new(), Some(dump::read(tree.root())?)))
             }
             Document::FlightJson => {
                 let json: serde_json::Value =
                     serde_json::from_slice(&self.bytes).map_err(|e| format!("not valid JSON: {e}"))?;
-                Ok(evidence(Vec::new(), Some(dump::read(&dump::from_json(&json))?)))
+                Ok(evidence(Vec::new(), Some(dump::read(&json)?)))
             }
             Document::ElasticErrorFile => {
                 let json: serde_json::Value =

@@ -81,6 +81,9 @@ fn failure_view(f: &Failure, reading: &Reading) -> Html {
                         first.time.as_deref().map_or_else(String::new, |t| format!(" at {t}")),
                         first.what)}</dd></div>
                 }
+                if let Some(in_job) = &f.in_job {
+                    <div><dt>{"In the job's steps"}</dt><dd class="in-job">{in_job.describe()}</dd></div>
+                }
             </dl>
             if let Some(more) = &f.to_decide { <p class="to-confirm">{format!("To decide: {more}")}</p> }
             { for f.notes.iter().map(|n| html! { <p class="note">{n}</p> }) }
