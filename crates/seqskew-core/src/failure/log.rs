@@ -211,9 +211,11 @@ impl LogScanner {
         let mut anchored = anchored.iter().copied().skip_while(|&a| a < from).peekable();
         let mut start = 0;
         let mut last = Prefixes::default();
-        // The latest own-output line of the run of lines with the same prefixes as `last`.
+        // The latest own-output line of the run of lines with the same prefixes as `last`, and
+        // per combination of prefixes the latest of this region: text is made once per
+        // combination, not once per run (ranks' lines alternate in a console).
         let mut run_output: Option<(u64, usize, usize)> = None;
-        let mut outputs: Vec<(Prefixes, (u64, usize, usize))> = Vec::new();
+        let mut outputs: HashMap<Prefixes, (u64, usize, usize)> = HashMap::new();
         let ends = memchr::memchr_iter(b'\n', region).chain(std::iter::once(region.len()));
         for (line_no, end) in (first_line_no..).zip(ends) {
             let (line_start, line_end) = (start, end);
@@ -224,17 +226,16 @@ impl LogScanner {
                 Ok(s) => s,
                 Err(e) => std::str::from_utf8(head.get(..e.valid_up_to()).unwrap_or_default()).unwrap_or_default(),
             };
-            let prefixes = if matches!(head.as_bytes().first(), Some(b'[' | b'0'..=b'9' | b' ' | b'\x1b')) {
+            let (prefixes, body) = if matches!(head.as_bytes().first(), Some(b'[' | b'0'..=b'9' | b' ' | b'\x1b')) {
                 line::split_prefix(head)
             } else {
                 (Prefixes::default(), head)
             };
-            let (prefixes, body) = prefixes;
             let plausible =
                 [prefixes.global, prefixes.local, prefixes.task].iter().flatten().all(|&r| r < MAX_TRACKED_RANK);
             if prefixes != last {
                 if let Some(output) = run_output.take() {
-                    outputs.push((last, output));
+                    outputs.insert(last, output);
                 }
                 if prefixes != Prefixes::default() && plausible && self.prefixes.len() < MAX_PREFIXES {
                     self.prefixes.insert(prefixes);
@@ -245,7 +246,9 @@ impl LogScanner {
                 run_output = Some((line_no, from + line_start, from + line_end));
             }
         }
-        outputs.extend(run_output.map(|output| (last, output)));
+        if let Some(output) = run_output {
+            outputs.insert(last, output);
+        }
         for (prefixes, (line_no, start, end)) in outputs {
             if self.last_output.len() >= MAX_PREFIXES && !self.last_output.contains_key(&prefixes) {
                 continue;
