@@ -55,7 +55,7 @@ pub fn import_file(path: &Path) -> FileImport {
         let mut buf = vec![0u8; READ_CHUNK];
         loop {
             let n = source.read(&mut buf)?;
-            if n == 0 || ingest.is_rejected() {
+            if n == 0 || !ingest.wants_more() {
                 return Ok(());
             }
             ingest.feed(buf.get(..n).unwrap_or_default());

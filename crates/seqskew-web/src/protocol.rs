@@ -51,12 +51,19 @@ pub enum Response {
         #[serde(with = "serde_wasm_bindgen::preserve")]
         payload: js_sys::Uint8Array,
     },
-    /// An import worker's files, bincode-encoded [`Imports`] ([`decode`]), and the size of its
-    /// WebAssembly memory (which only grows: its peak so far).
+    /// Logs and dumps the worker recognised and leaves to the page's failure worker, as they
+    /// come (before [`Response::Done`]), so that it reads them while the rest is read.
+    Deferred {
+        job: u32,
+        files: Vec<DeferredFile>,
+    },
+    /// An import worker's files, bincode-encoded [`Imports`] ([`decode`]), the logs and dumps
+    /// among them, and the size of its WebAssembly memory (which only grows: its peak so far).
     Imported {
         job: u32,
         #[serde(with = "serde_wasm_bindgen::preserve")]
         payload: js_sys::Uint8Array,
+        deferred: Vec<DeferredFile>,
         wasm_bytes: u64,
     },
     Cancelled {
@@ -66,6 +73,18 @@ pub enum Response {
     Crashed {
         message: String,
     },
+}
+
+/// A log or dump the analysis worker recognised and does not read (the readers of failed jobs
+/// are not in its bundle): its index in the job, and its bytes when they were read whole in
+/// one slice to recognise it, so that the failure worker need not read it again (browsers
+/// read many small files at about a millisecond each, whatever their size).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DeferredFile {
+    pub index: u32,
+    /// A `Uint8Array`, or `undefined` when only the file's first slice was read.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    pub bytes: JsValue,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]

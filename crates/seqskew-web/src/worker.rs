@@ -1,7 +1,9 @@
 //! The analysis worker: imports the files a job names, slice by slice, and sends back the
-//! result. Each slice is read without blocking while the one before it is fed, and arrives as a
-//! message: between slices the worker yields to the event loop, so progress goes out and a
-//! cancel comes in while a 4 GB trace is being read.
+//! result. Slices are read without blocking while the ones before them are fed (several at
+//! once, since a browser takes about a millisecond to read any file, however small), and
+//! arrive as messages: between slices the worker yields to the event loop, so progress goes
+//! out and a cancel comes in while a 4 GB trace is being read. Logs and dumps are recognised
+//! and handed on to the page's failure worker as they come, not read here.
 //!
 //! A job of several large files (one per rank, as the PyTorch profiler writes them) is shared:
 //! the analysis worker starts import workers (the same bundle, one per spare core) and reads
@@ -12,17 +14,20 @@
 //! workers that send their imports back need nothing.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io::Read;
 use std::rc::Rc;
 
 use gloo::worker::{HandlerId, Registrable, Spawnable, Worker, WorkerBridge, WorkerScope};
 use seqskew_core::analysis::analyze;
 use seqskew_core::diag::{Diagnostic, Severity};
-use seqskew_core::import::{FileImport, FileIngest, assemble_owned};
+use seqskew_core::import::{FileImport, FileIngest, Format, assemble_owned};
 use wasm_bindgen::JsCast;
 
 use crate::js_bytes::JsBytes;
-use crate::protocol::{Imports, InputFile, JobResult, JsCodec, Progress, Request, Response, Timings, decode, encode};
+use crate::protocol::{
+    DeferredFile, Imports, InputFile, JobResult, JsCodec, Progress, Request, Response, Timings, decode, encode,
+};
 use crate::shares::{Claims, import_workers};
 
 /// Where the worker's loader is, relative to the page or to a worker (both are beside it, so
@@ -31,6 +36,17 @@ pub const WORKER_LOADER: &str = "./worker.js";
 
 /// Bytes read per slice: large enough to amortise the call, small enough to stay responsive.
 pub const SLICE_BYTES: u64 = 32 << 20;
+
+/// Reads in flight at most: the browser answers each after about a millisecond, mostly spent
+/// elsewhere, so many small files are read about four times faster together than one by one.
+const READS_IN_FLIGHT: usize = 64;
+
+/// Bytes of later files asked for ahead at most: enough for many small files, and little
+/// enough that large files are left for the import workers to claim.
+const AHEAD_BYTES: u64 = 4 << 20;
+
+/// How often progress goes to the page at most (each message renders the page).
+const PROGRESS_EVERY_MS: f64 = 50.0;
 
 /// A slice enters WebAssembly memory this much at a time, through one reused buffer: the
 /// memory never shrinks, so a 32 MiB copy would stay part of the worker for good (and a
@@ -90,7 +106,23 @@ struct RunningJob {
     bytes_done: u64,
     bytes_total: u64,
     claims: Claims,
+    ahead: ReadAhead,
+    /// Logs and dumps recognised and not yet handed on.
+    deferred: Vec<DeferredFile>,
     started_ms: f64,
+    /// When progress last went out.
+    reported_ms: f64,
+}
+
+/// Slices asked for and not yet fed: they arrive in any order and are fed in the files'.
+#[derive(Default)]
+struct ReadAhead {
+    /// The next slice to ask for; `None` once every slice of this worker's files is asked for.
+    frontier: Option<SliceRange>,
+    in_flight: usize,
+    /// Of the slices in flight and arrived.
+    bytes: u64,
+    arrived: HashMap<SliceRange, Result<js_sys::Uint8Array, String>>,
 }
 
 #[derive(Debug)]
@@ -103,7 +135,7 @@ pub enum Msg {
 
 /// A part of one of a job's files: `[start, end)` of file `index`. Empty for a file with
 /// nothing (more) to read: empty, or given up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SliceRange {
     index: usize,
     start: u64,
@@ -226,9 +258,8 @@ impl AnalysisWorker {
     }
 
     fn start(&mut self, scope: &WorkerScope<Self>, client: HandlerId, job: RunningJob) {
-        let first = job.next_range().unwrap_or(SliceRange { index: 0, start: 0, end: 0 });
-        read_later(scope, job.id, job.blob_of(first), first);
         self.job = Some((client, job));
+        self.pump(scope);
     }
 
     /// A slice of one of this worker's files was read.
@@ -239,72 +270,74 @@ impl AnalysisWorker {
         range: SliceRange,
         read: Result<js_sys::Uint8Array, String>,
     ) {
-        let Some((client, job)) = self.job.as_mut().filter(|(_, j)| j.id == id) else {
-            return;
-        };
-        match job.next_range() {
-            // The slice read ahead is the one to feed: read the one after it while feeding it.
-            Some(next) if next == range => {
-                if let Some(after) = job.range_after(range) {
-                    read_later(scope, id, job.blob_of(after), after);
-                }
-                if job.accept(read) {
-                    scope.respond(*client, Response::Progress(job.progress()));
-                    return;
-                }
-            }
-            // Read ahead in vain (the file was given up): read what is next instead.
-            Some(next) => {
-                read_later(scope, id, job.blob_of(next), next);
-                return;
-            }
-            None => {}
+        if let Some((_, job)) = self.job.as_mut().filter(|(_, j)| j.id == id) {
+            job.arrived(range, read);
+            self.pump(scope);
         }
-        self.finish_when_read(scope);
     }
 
-    /// An import worker said how far it is, or sent its file back (and is handed the next).
+    /// Feeds what has arrived, asks for what may be read next, and sends the job's result
+    /// once every file is in (until then, now and then, how far it is).
+    fn pump(&mut self, scope: &WorkerScope<Self>) {
+        let Some((client, job)) = self.job.as_mut() else { return };
+        job.feed_arrived();
+        for range in job.reads_to_ask() {
+            read_later(scope, job.id, job.blob_of(range), range);
+        }
+        if !job.is_read() {
+            let now = js_sys::Date::now();
+            if now - job.reported_ms >= PROGRESS_EVERY_MS {
+                job.reported_ms = now;
+                scope.respond(*client, Response::Progress(job.progress()));
+                if job.role == Role::Analyze && !job.deferred.is_empty() {
+                    let files = std::mem::take(&mut job.deferred);
+                    scope.respond(*client, Response::Deferred { job: job.id, files });
+                }
+            }
+            return;
+        }
+        let Some((client, mut job)) = self.job.take() else { return };
+        self.import_workers.clear();
+        let id = job.id;
+        let deferred = std::mem::take(&mut job.deferred);
+        let response = match job.role {
+            Role::Analyze => {
+                if !deferred.is_empty() {
+                    scope.respond(client, Response::Deferred { job: id, files: deferred });
+                }
+                Response::Done { job: id, payload: encode(&job.finish()) }
+            }
+            Role::Import => {
+                Response::Imported { job: id, payload: encode(&job.imports), deferred, wasm_bytes: wasm_bytes() }
+            }
+        };
+        scope.respond(client, response);
+    }
+
+    /// An import worker said how far it is, or sent its files back (and is handed the next).
     fn heard(&mut self, scope: &WorkerScope<Self>, id: u32, helper: usize, response: Response) {
-        let Some((client, job)) = self.job.as_mut().filter(|(_, j)| j.id == id) else {
+        let Some((_, job)) = self.job.as_mut().filter(|(_, j)| j.id == id) else {
             return;
         };
         match response {
-            Response::Progress(p) => {
-                job.claims.read(helper, p.bytes_done);
-                scope.respond(*client, Response::Progress(job.progress()));
-            }
-            Response::Imported { payload, wasm_bytes, .. } => match decode::<Imports>(&payload) {
+            Response::Progress(p) => job.claims.read(helper, p.bytes_done),
+            Response::Imported { payload, deferred, wasm_bytes, .. } => match decode::<Imports>(&payload) {
                 Ok(imports) => {
                     job.claims.returned(helper, imports.len(), wasm_bytes);
                     job.imports.extend(imports);
-                    let next = job.claims.claim(helper, job.index).and_then(|i| job.files.get(i).cloned());
-                    if let (Some(file), Some(bridge)) = (next, self.import_workers.get(helper)) {
-                        bridge.send(Request::Import { job: id, files: vec![file] });
+                    job.deferred.extend(deferred);
+                    let claimed = job.claims.claim(helper, job.asked_through());
+                    let files = claimed.and_then(|range| job.files.get(range)).map(<[_]>::to_vec);
+                    if let (Some(files), Some(bridge)) = (files, self.import_workers.get(helper)) {
+                        bridge.send(Request::Import { job: id, files });
                     }
-                    self.finish_when_read(scope);
                 }
-                Err(message) => self.crashed(scope, message),
+                Err(message) => return self.crashed(scope, message),
             },
-            Response::Crashed { message } => self.crashed(scope, message),
-            Response::Done { .. } | Response::Cancelled { .. } => {}
+            Response::Crashed { message } => return self.crashed(scope, message),
+            Response::Done { .. } | Response::Cancelled { .. } | Response::Deferred { .. } => {}
         }
-    }
-
-    /// Sends the job's result once every file is in; until then, how far it is.
-    fn finish_when_read(&mut self, scope: &WorkerScope<Self>) {
-        let Some((client, job)) = self.job.as_ref() else { return };
-        if !job.is_read() {
-            scope.respond(*client, Response::Progress(job.progress()));
-            return;
-        }
-        let Some((client, job)) = self.job.take() else { return };
-        self.import_workers.clear();
-        let id = job.id;
-        let response = match job.role {
-            Role::Analyze => Response::Done { job: id, payload: encode(&job.finish()) },
-            Role::Import => Response::Imported { job: id, payload: encode(&job.imports), wasm_bytes: wasm_bytes() },
-        };
-        scope.respond(client, response);
+        self.pump(scope);
     }
 
     /// An import worker failed: so did the job (the page starts a new analysis worker).
@@ -333,8 +366,18 @@ impl RunningJob {
             bytes_done: 0,
             bytes_total,
             claims,
+            ahead: ReadAhead::default(),
+            deferred: Vec::new(),
             started_ms: js_sys::Date::now(),
+            reported_ms: f64::NEG_INFINITY,
         }
+        .with_frontier()
+    }
+
+    /// Asks for the first file's first slice next.
+    fn with_frontier(mut self) -> Self {
+        self.ahead.frontier = self.next_range();
+        self
     }
 
     /// The whole job's progress: this worker's files and what the import workers reported.
@@ -358,12 +401,79 @@ impl RunningJob {
         self.next_range().is_none() && self.claims.all_returned()
     }
 
-    /// The slice to feed next; `None` when every file is read.
+    /// The slice to feed next; `None` when every file is read. Empty when nothing more of the
+    /// file is to be read (it is empty, given up, or left to the failure worker).
     fn next_range(&self) -> Option<SliceRange> {
         let (_, file) = self.files.get(self.index).filter(|_| self.index < self.claims.end())?;
-        let rejected = self.ingest.as_ref().is_some_and(FileIngest::is_rejected);
-        let end = if rejected { self.offset } else { (self.offset + self.slice_bytes).min(file.size) };
+        let done = self.ingest.as_ref().is_some_and(|ingest| !ingest.wants_more());
+        let end = if done { self.offset } else { (self.offset + self.slice_bytes).min(file.size) };
         Some(SliceRange { index: self.index, start: self.offset, end })
+    }
+
+    /// A slice asked for has been read (or could not be): kept until it is its turn, unless
+    /// its file is already done with.
+    fn arrived(&mut self, range: SliceRange, read: Result<js_sys::Uint8Array, String>) {
+        self.ahead.in_flight = self.ahead.in_flight.saturating_sub(1);
+        if range.index >= self.index {
+            self.ahead.arrived.insert(range, read);
+        } else {
+            self.ahead.bytes = self.ahead.bytes.saturating_sub(range.end - range.start);
+        }
+    }
+
+    /// Feeds the slices that have arrived, in the files' order, up to the first still to come.
+    fn feed_arrived(&mut self) {
+        while let Some(next) = self.next_range() {
+            let read = if next.start == next.end {
+                Ok(js_sys::Uint8Array::new_with_length(0))
+            } else if let Some(read) = self.ahead.arrived.remove(&next) {
+                self.ahead.bytes = self.ahead.bytes.saturating_sub(next.end - next.start);
+                read
+            } else {
+                break;
+            };
+            self.accept(read);
+        }
+        // Slices read ahead of files finished early (given up, or left to the failure worker).
+        let (index, ahead) = (self.index, &mut self.ahead);
+        ahead.arrived.retain(|range, _| {
+            let keep = range.index >= index;
+            if !keep {
+                ahead.bytes = ahead.bytes.saturating_sub(range.end - range.start);
+            }
+            keep
+        });
+    }
+
+    /// The slices to ask for now, at least one: up to [`READS_IN_FLIGHT`] at once, of the file
+    /// being read two slices' worth (the one fed and the next), and of later files
+    /// [`AHEAD_BYTES`]. Empty slices need no read.
+    fn reads_to_ask(&mut self) -> Vec<SliceRange> {
+        // Past a file finished early, the job goes on where it is.
+        if self.ahead.frontier.is_some_and(|f| f.index < self.index) {
+            self.ahead.frontier = self.next_range();
+        }
+        let mut asked = Vec::new();
+        while let Some(range) = self.ahead.frontier {
+            let bytes = range.end - range.start;
+            let budget = if range.index == self.index { 2 * self.slice_bytes } else { AHEAD_BYTES };
+            let room = self.ahead.in_flight < READS_IN_FLIGHT && self.ahead.bytes + bytes <= budget;
+            if bytes > 0 && !room && self.ahead.bytes > 0 {
+                break;
+            }
+            if bytes > 0 {
+                self.ahead.in_flight += 1;
+                self.ahead.bytes += bytes;
+                asked.push(range);
+            }
+            self.ahead.frontier = self.range_after(range);
+        }
+        asked
+    }
+
+    /// The last file this worker has asked to read: import workers claim only files after it.
+    fn asked_through(&self) -> usize {
+        self.ahead.frontier.map_or(usize::MAX, |f| f.index.max(self.index))
     }
 
     /// The slice after `range` if `range` is fed whole (what to read ahead). After an empty
@@ -381,21 +491,27 @@ impl RunningJob {
         self.files.get(range.index).filter(|_| range.start < range.end).map(|(_, f)| f.blob.clone())
     }
 
-    /// Feeds the slice [`Self::next_range`] named (finishing its file at its end, or when it
-    /// could not be read). False when all files are read.
-    fn accept(&mut self, read: Result<js_sys::Uint8Array, String>) -> bool {
+    /// Feeds the slice [`Self::next_range`] named (finishing its file at its end, or when no
+    /// more of it is wanted or it could not be read).
+    fn accept(&mut self, read: Result<js_sys::Uint8Array, String>) {
         let Some(&(index, ref file)) = self.files.get(self.index) else {
-            return false;
+            return;
         };
         let ingest =
             self.ingest.get_or_insert_with(|| FileIngest::new(&file.name).with_memory_limit(FILE_MEMORY_LIMIT));
+        // A file read whole in one slice: its bytes, should the failure worker want them.
+        let mut whole = None;
         match read {
             Ok(bytes) if bytes.length() > 0 => {
                 feed_in_pieces(ingest, &bytes, &mut self.buffer);
-                self.bytes_done += u64::from(bytes.length());
-                self.offset += u64::from(bytes.length());
-                if self.offset < file.size && !ingest.is_rejected() {
-                    return true;
+                let length = u64::from(bytes.length());
+                self.bytes_done += length;
+                if self.offset == 0 && length == file.size {
+                    whole = Some(bytes);
+                }
+                self.offset += length;
+                if self.offset < file.size && ingest.wants_more() {
+                    return;
                 }
             }
             Ok(_) => {}
@@ -408,22 +524,27 @@ impl RunningJob {
                     format!("the browser could not read the file: {e}"),
                 ));
                 self.imports.push((index, import));
-                self.next_file();
-                return self.index < self.claims.end();
+                return self.next_file();
             }
         }
         if let Some(ingest) = self.ingest.take() {
-            self.imports.push((index, ingest.finish_of_size(file.size)));
+            let import = ingest.finish_of_size(file.size);
+            if import.format.is_some_and(Format::is_failure_input) {
+                let bytes = whole.map_or(wasm_bindgen::JsValue::UNDEFINED, Into::into);
+                self.deferred.push(DeferredFile { index, bytes });
+            }
+            self.imports.push((index, import));
         }
         self.next_file();
-        self.index < self.claims.end()
     }
 
-    /// Moves to the next file; a file stopped early (rejected, unreadable) counts as read.
+    /// Moves to the next file; a file stopped early (rejected, unreadable, left to the
+    /// failure worker) counts as read.
     fn next_file(&mut self) {
+        let size = self.files.get(self.index).map_or(0, |(_, f)| f.size);
+        self.bytes_done = self.bytes_done.saturating_sub(self.offset) + size;
         self.index += 1;
         self.offset = 0;
-        self.bytes_done = self.files.iter().take(self.index).map(|(_, f)| f.size).sum();
     }
 
     /// Assembles and analyses every worker's files, in the job's order.

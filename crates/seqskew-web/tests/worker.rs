@@ -60,3 +60,42 @@ fn the_examples_are_diagnosed_in_the_worker_as_the_simulator_meant() {
         assert!(!result.pipelines.is_empty(), "{preset}: pipeline schedules (pp = 2)");
     }
 }
+
+/// A torchrun console of a job that hung (written from PyTorch's format strings): the page's bundle has no failure
+/// readers, so the analysis worker reads such a file only until it is recognised.
+const HUNG_CONSOLE: &[u8] =
+    include_bytes!("../../seqskew-core/tests/fixtures/failures/nccl/hang_dump_signal/console.log");
+
+#[wasm_bindgen_test]
+fn logs_are_left_to_the_failure_worker_once_recognised_and_traces_are_read_on() {
+    use seqskew_core::import::{FileIngest, Format};
+    let first = &HUNG_CONSOLE[..HUNG_CONSOLE.len().min(2048)];
+    assert!(first.len() < HUNG_CONSOLE.len(), "the fixture is larger than its first slice");
+    let mut log = FileIngest::new("console.log");
+    log.feed(first);
+    assert!(!log.wants_more(), "a log, recognised from its first slice, is not read on");
+    let import = log.finish_of_size(HUNG_CONSOLE.len() as u64);
+    assert_eq!(import.format, Some(Format::Log));
+    assert!(import.diagnostics.is_empty(), "a log left early is not cut: {:?}", import.diagnostics);
+
+    // The same of a real console, gzipped (torch 2.15, gloo): its stream is left unfinished.
+    let gzipped: &[u8] = include_bytes!("../../seqskew-core/tests/fixtures/failures/hang/console.log.gz");
+    let mut log = FileIngest::new("console.log.gz");
+    log.feed(&gzipped[..700]);
+    assert!(!log.wants_more(), "a gzipped log, recognised from what its first 700 bytes hold, is not read on");
+    let import = log.finish_of_size(gzipped.len() as u64);
+    assert_eq!((import.format, import.compressed), (Some(Format::Log), true));
+    assert!(import.diagnostics.is_empty(), "a gzip stream left early is not truncated: {:?}", import.diagnostics);
+
+    let steps: String = (1..=100).map(|step| format!("{{\"step\":{step},\"rank\":0,\"step_s\":1.0}}\n")).collect();
+    let mut trace = FileIngest::new("steps.jsonl");
+    trace.feed(&steps.as_bytes()[..2048]);
+    assert!(trace.wants_more(), "a step log is read to its end");
+
+    // A job of both, in 2 KiB slices: the log is listed, the steps analysed.
+    let files = vec![blob_file("console.log", HUNG_CONSOLE), blob_file("steps.jsonl", steps.as_bytes())];
+    let result = decode::<JobResult>(&run_to_completion(files, 2048)).expect("a result");
+    assert_eq!(result.files[0].format, Some(Format::Log));
+    assert!(result.files[0].diagnostics.is_empty(), "{:?}", result.files[0].diagnostics);
+    assert_eq!((result.workers, result.steps), (1, 100));
+}

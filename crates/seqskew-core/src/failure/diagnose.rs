@@ -20,6 +20,7 @@
 //!
 //! Otherwise the initiating ranks are left empty and the report says what would decide.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Event, EventKind, FileEvidence, LastOutput, clock, fix};
@@ -68,16 +69,19 @@ struct Evidence<'a> {
     /// Every rank the inputs show was part of the job.
     known: BTreeSet<u32>,
     /// group → (description, members, rank → (last enqueued, last completed)).
-    groups: BTreeMap<String, GroupState>,
+    groups: BTreeMap<String, GroupState<'a>>,
     /// Each rank's last line of its own output (from the first file that has one), with its file.
     last_output: BTreeMap<u32, (&'a str, &'a LastOutput)>,
     notes: Vec<String>,
 }
 
 #[derive(Default)]
-struct GroupState {
+struct GroupState<'a> {
     desc: String,
     members: BTreeSet<u32>,
+    /// The member lists merged into `members`: every rank's dump lists the same members, and
+    /// 4096 dumps of a 4096-rank group would otherwise insert 16 M ranks.
+    lists: Vec<&'a [u32]>,
     progress: BTreeMap<u32, (Option<i64>, Option<i64>)>,
 }
 
@@ -161,7 +165,7 @@ fn gather(files: &[FileEvidence]) -> Evidence<'_> {
     let file_ranks = FileRanks::new(files);
     let mut seen = Vec::new();
     let mut known = BTreeSet::new();
-    let mut groups: BTreeMap<String, GroupState> = BTreeMap::new();
+    let mut groups: BTreeMap<String, GroupState<'_>> = BTreeMap::new();
     let mut unmapped = BTreeSet::new();
     let mut notes = Vec::new();
     let mut last_output = BTreeMap::new();
@@ -204,9 +208,12 @@ fn gather(files: &[FileEvidence]) -> Evidence<'_> {
                 if group.desc.is_empty() {
                     group.desc.clone_from(&g.desc);
                 }
-                group.members.extend(g.ranks.iter().copied());
+                if !group.lists.contains(&g.ranks.as_slice()) {
+                    group.lists.push(&g.ranks);
+                    group.members.extend(g.ranks.iter().copied());
+                    known.extend(g.ranks.iter().copied());
+                }
                 group.members.insert(rank);
-                known.extend(g.ranks.iter().copied());
                 if g.last_enqueued.is_some() {
                     group.progress.insert(rank, (g.last_enqueued, g.last_completed));
                 }
@@ -390,8 +397,8 @@ fn short_what(event: &Event) -> String {
 
 /// The minority of `signatures` (rank → what it called), when they disagree; empty when the
 /// disagreement has no minority (two ranks, one each).
-fn minority(signatures: &BTreeMap<u32, String>) -> Option<BTreeSet<u32>> {
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+fn minority<S: Ord>(signatures: &BTreeMap<u32, S>) -> Option<BTreeSet<u32>> {
+    let mut counts: BTreeMap<&S, usize> = BTreeMap::new();
     for s in signatures.values() {
         *counts.entry(s).or_default() += 1;
     }
@@ -399,41 +406,61 @@ fn minority(signatures: &BTreeMap<u32, String>) -> Option<BTreeSet<u32>> {
         return None;
     }
     let most = counts.values().copied().max().unwrap_or(0);
-    let leaders: Vec<&str> = counts.iter().filter(|&(_, &c)| c == most).map(|(&s, _)| s).collect();
+    let leaders: Vec<&S> = counts.iter().filter(|&(_, &c)| c == most).map(|(&s, _)| s).collect();
     let [majority] = leaders.as_slice() else {
         return Some(BTreeSet::new());
     };
-    Some(signatures.iter().filter(|(_, s)| s.as_str() != *majority).map(|(&r, _)| r).collect())
+    Some(signatures.iter().filter(|&(_, s)| s != *majority).map(|(&r, _)| r).collect())
 }
+
+/// What a rank called at one sequence number: the operation and what the ranks must agree on
+/// (a dump's input sizes and dtypes, a timeout's element counts). Borrowed from the dumps:
+/// 4096 ranks' dumps hold near a million calls.
+type Signature<'a> = (&'a str, Cow<'a, str>);
 
 /// Rule 2: a different collective at the same sequence number.
 fn mismatch(files: &[FileEvidence], evidence: &Evidence) -> Option<Finding> {
     // (group, sequence number) → rank → signature, from dumps and from NCCL work strings.
-    let mut calls: BTreeMap<(String, i64), BTreeMap<u32, String>> = BTreeMap::new();
-    let mut lines: BTreeMap<(String, i64), Vec<FailureEvidence>> = BTreeMap::new();
-    for file in files {
-        let (Some(dump), Some(rank)) = (&file.flight, file.file_rank) else { continue };
+    let mut calls: BTreeMap<(&str, i64), BTreeMap<u32, Signature<'_>>> = BTreeMap::new();
+    let dumps = files.iter().filter_map(|f| Some((f, f.flight.as_ref()?, f.file_rank?)));
+    for (_, dump, rank) in dumps.clone() {
         for e in dump.entries.iter().filter(|e| !e.is_p2p) {
             let op = e.profiling_name.split_once(':').map_or(e.profiling_name.as_str(), |(_, op)| op);
-            let key = (e.group.clone(), e.collective_seq_id);
-            calls.entry(key.clone()).or_default().insert(rank, format!("{op} {}", e.input));
-            lines.entry(key).or_default().push(entry_evidence(&file.file, rank, e, "initiating"));
+            calls.entry((e.group.as_str(), e.collective_seq_id)).or_default().insert(rank, (op, Cow::from(&e.input)));
         }
     }
-    for s in &evidence.seen {
-        if let (Some(rank), EventKind::Timeout { seq: Some(seq), op, numel_in, numel_out }) = (s.rank, &s.event.kind) {
-            let key = (s.event.pg.as_deref().map_or("0", group_name).to_owned(), i64::try_from(*seq).unwrap_or(-1));
-            let signature = format!("{} in={} out={}", op.as_deref().unwrap_or("?"), opt(*numel_in), opt(*numel_out));
-            calls.entry(key.clone()).or_default().entry(rank).or_insert(signature);
-            lines.entry(key).or_default().push(line_evidence(s, "initiating"));
+    let timeouts = evidence.seen.iter().filter_map(|s| match (s.rank, &s.event.kind) {
+        (Some(rank), EventKind::Timeout { seq: Some(seq), op, numel_in, numel_out }) => {
+            let key = (s.event.pg.as_deref().map_or("0", group_name), i64::try_from(*seq).unwrap_or(-1));
+            let elements = format!("in={} out={}", opt(*numel_in), opt(*numel_out));
+            Some((s, rank, key, (op.as_deref().unwrap_or("?"), Cow::Owned(elements))))
         }
+        _ => None,
+    });
+    for (_, rank, key, signature) in timeouts.clone() {
+        calls.entry(key).or_default().entry(rank).or_insert(signature);
     }
     let detail: Vec<&Seen> = evidence.seen.iter().filter(|s| s.event.kind == EventKind::Mismatch).collect();
-    for ((group, seq), signatures) in &calls {
-        let Some(odd) = minority(signatures) else { continue };
-        let mut extra: Vec<FailureEvidence> = lines.get(&(group.clone(), *seq)).cloned().unwrap_or_default();
-        extra.retain(|e| e.rank.is_some_and(|r| odd.contains(&r)) || odd.is_empty());
-        let described: Vec<String> = signatures.iter().map(|(r, s)| format!("rank {r}: {s}")).take(6).collect();
+    if let Some((&(group, seq), signatures, odd)) =
+        calls.iter().find_map(|(key, signatures)| Some((key, signatures, minority(signatures)?)))
+    {
+        // The lines of the odd calls only (of every call when there is no minority).
+        let shown = |rank: u32| odd.is_empty() || odd.contains(&rank);
+        let mut extra: Vec<FailureEvidence> = dumps
+            .flat_map(|(file, dump, rank)| {
+                let at =
+                    dump.entries.iter().filter(move |e| !e.is_p2p && e.group == group && e.collective_seq_id == seq);
+                at.map(move |e| entry_evidence(&file.file, rank, e, "initiating"))
+            })
+            .filter(|e| e.rank.is_some_and(shown))
+            .collect();
+        extra.extend(
+            timeouts
+                .filter(|&(_, rank, key, _)| key == (group, seq) && shown(rank))
+                .map(|(s, ..)| line_evidence(s, "initiating")),
+        );
+        let described: Vec<String> =
+            signatures.iter().map(|(r, (op, what))| format!("rank {r}: {op} {what}")).take(6).collect();
         let undecided = odd.is_empty();
         return Some(Finding {
             cause: "collective_mismatch",

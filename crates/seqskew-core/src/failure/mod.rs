@@ -47,11 +47,12 @@ pub struct Reading {
     pub files: Vec<crate::import::FileSummary>,
 }
 
-/// The [`Reading`] of imported files.
+/// The [`Reading`] of imported files (their evidence moved, not copied: 4096 dumps' worth).
 #[cfg(feature = "failure")]
-pub fn reading(imports: &[crate::import::FileImport]) -> Reading {
-    let evidence: Vec<FileEvidence> = imports.iter().filter_map(|i| i.failure.clone()).collect();
-    Reading { failure: diagnose(&evidence), files: imports.iter().map(crate::import::FileImport::summary).collect() }
+pub fn reading(imports: Vec<crate::import::FileImport>) -> Reading {
+    let files = imports.iter().map(crate::import::FileImport::summary).collect();
+    let evidence: Vec<FileEvidence> = imports.into_iter().filter_map(|i| i.failure).collect();
+    Reading { failure: diagnose(&evidence), files }
 }
 
 /// What one file says about a failure.

@@ -317,6 +317,17 @@ impl FileIngest {
         matches!(self.content, Content::Rejected)
     }
 
+    /// False once no more of the file is needed: it was given up, or it is a failed job's
+    /// artefact in a build without the `failure` readers, which leaves it to a reader that has
+    /// them (the page's failure worker reads it itself: reading it here would read it twice).
+    pub fn wants_more(&self) -> bool {
+        match &self.content {
+            Content::Sniffing(_) => true,
+            Content::Parsing(format, _) => cfg!(feature = "failure") || !format.is_failure_input(),
+            Content::Rejected => false,
+        }
+    }
+
     fn decide_compression(&mut self, head: &[u8]) {
         self.decided_compression = true;
         if head.starts_with(&gzip::MAGIC) {
@@ -417,8 +428,10 @@ impl FileIngest {
             self.feed_raw(&head);
         }
         if let Some(mut gz) = self.gzip.take() {
-            // A rejected file was not read to its end: its stream is not truncated.
-            if let (Err(problem), false) = (gz.finish(&mut |content| self.feed_content(content)), self.is_rejected()) {
+            // A file given up or left to another reader was not read to its end: its stream is
+            // not truncated.
+            let read_to_end = self.wants_more();
+            if let (Err(problem), true) = (gz.finish(&mut |content| self.feed_content(content)), read_to_end) {
                 self.diags.push(Severity::Error, None, problem);
             }
             self.gzip = Some(gz);
