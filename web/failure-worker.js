@@ -1,5 +1,5 @@
-// The failure worker (crates/seqskew-failure-worker): the page starts it only when a dropped
-// file is a log, an error file or a Flight Recorder dump. Messages that arrive while its wasm
+// The failure worker (crates/seqskew-failure-worker): the analysis worker starts it only when a
+// dropped file is a log, an error file or a Flight Recorder dump. Messages that arrive while its wasm
 // loads are kept and handed to it once its main() has taken over `onmessage`.
 "use strict";
 var early = [];

@@ -1,6 +1,7 @@
-//! The failure worker: the page starts it (`web/failure-worker.js`) only when a dropped file is
-//! a log, an error file or a Flight Recorder dump, so that the readers and the diagnosis of
-//! failed jobs are not in the page's first bundle.
+//! The failure worker: the analysis worker starts it (`web/failure-worker.js`, see
+//! `seqskew-web`'s `failure_link.rs`) only when a dropped file is a log, an error file or a
+//! Flight Recorder dump, so that the readers and the diagnosis of failed jobs are not in the
+//! page's first bundle.
 //!
 //! It takes `{job, files: [{index, name, blob, bytes?}], end}` messages, the files of a job
 //! as the analysis worker recognises them (a new `job` drops what an older one sent): each file

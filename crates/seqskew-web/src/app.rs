@@ -16,7 +16,7 @@ use crate::components::progress::ProgressBar;
 use crate::components::verdict::VerdictPanel;
 use crate::components::views::ViewsPanel;
 use crate::hash::{self, HashState};
-use crate::protocol::{DeferredFile, InputFile, JsCodec, Request, Response, decode};
+use crate::protocol::{InputFile, JsCodec, Request, Response, decode};
 use crate::state::{Action, AppState, FailureState, Role};
 use crate::worker::{AnalysisWorker, WORKER_LOADER};
 
@@ -31,27 +31,22 @@ impl Reducible for AppState {
 pub const EXAMPLE: &str = "seqlen-imbalance";
 pub const FIXED_EXAMPLE: &str = "seqlen-balanced";
 
-fn spawn_worker(
-    dispatch: UseReducerDispatcher<AppState>,
-    feed: Rc<RefCell<FailureFeed>>,
-) -> WorkerBridge<AnalysisWorker> {
+fn spawn_worker(dispatch: UseReducerDispatcher<AppState>) -> WorkerBridge<AnalysisWorker> {
     AnalysisWorker::spawner()
         .encoding::<JsCodec>()
         .callback(move |response| {
             let action = match response {
                 Response::Progress(p) => Action::Progress(p),
-                Response::Deferred { job, files } => return feed.borrow_mut().hand_on(job, &files, &dispatch),
-                Response::Done { job, payload } => {
-                    feed.borrow_mut().end(job);
-                    Action::Finished { job, result: decode(&payload).map(Rc::new) }
-                }
-                Response::Cancelled { job } => {
-                    feed.borrow_mut().end(job);
-                    Action::Cancelled { job }
-                }
-                Response::Crashed { message } => {
-                    feed.borrow_mut().abandon(&dispatch, &message);
-                    Action::Crashed(message)
+                Response::Done { job, payload } => Action::Finished { job, result: decode(&payload).map(Rc::new) },
+                Response::Cancelled { job } => Action::Cancelled { job },
+                Response::Crashed { message } => Action::Crashed(message),
+                Response::FailureStarted { job } => Action::FailureStarted { job },
+                Response::FailureRead { job, payload, error } => {
+                    let result = match (payload.dyn_into::<js_sys::Uint8Array>(), error) {
+                        (Ok(payload), None) => decode(&payload).map(Rc::new),
+                        (_, error) => Err(error.unwrap_or_else(|| "the failure reader gave no answer".into())),
+                    };
+                    Action::FailureRead { job, result }
                 }
                 // Only import workers send imports, and only to the analysis worker.
                 Response::Imported { .. } => return,
@@ -59,126 +54,6 @@ fn spawn_worker(
             dispatch.dispatch(action);
         })
         .spawn_with_loader(WORKER_LOADER)
-}
-
-/// The failure worker (crates/seqskew-failure-worker), started when a run first has a log or
-/// a dump: the readers of failed jobs are not in the page's first bundle.
-struct FailureWorker {
-    worker: web_sys::Worker,
-    _on_message: Closure<dyn Fn(web_sys::MessageEvent)>,
-    _on_error: Closure<dyn Fn(Event)>,
-}
-
-fn spawn_failure_worker(dispatch: UseReducerDispatcher<AppState>) -> Result<FailureWorker, String> {
-    let worker = web_sys::Worker::new("./failure-worker.js").map_err(|e| format!("{e:?}"))?;
-    let on_message = {
-        let dispatch = dispatch.clone();
-        Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |event: web_sys::MessageEvent| {
-            let data = event.data();
-            let get = |key: &str| js_sys::Reflect::get(&data, &key.into()).unwrap_or(wasm_bindgen::JsValue::UNDEFINED);
-            let job = get("job").as_f64().map(|j| j as u32);
-            let result = match get("payload").dyn_into::<js_sys::Uint8Array>() {
-                Ok(payload) => decode(&payload).map(Rc::new),
-                Err(_) => Err(get("error").as_string().unwrap_or_else(|| "the failure reader gave no answer".into())),
-            };
-            dispatch.dispatch(Action::FailureRead { job, result });
-        })
-    };
-    let on_error = Closure::<dyn Fn(Event)>::new(move |_: Event| {
-        let result = Err("the failure reader could not start (seqskew-failure.js did not load)".to_owned());
-        dispatch.dispatch(Action::FailureRead { job: None, result });
-    });
-    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-    Ok(FailureWorker { worker, _on_message: on_message, _on_error: on_error })
-}
-
-/// The main run's logs and dumps on their way to the failure worker: the analysis worker
-/// names them as it recognises them ([`Response::Deferred`]), and they are handed on at once,
-/// so the failure worker reads them while the analysis worker reads the rest.
-#[derive(Default)]
-struct FailureFeed {
-    worker: Option<FailureWorker>,
-    /// The main run and its files (the failure worker's answers for other runs are ignored).
-    job: Option<u32>,
-    inputs: Vec<InputFile>,
-    /// Whether any file of `job` went to the failure worker (and its answer is awaited).
-    sent: bool,
-}
-
-impl FailureFeed {
-    /// A new main run: its logs and dumps are the ones to hand on.
-    fn begin(&mut self, job: u32, inputs: Vec<InputFile>) {
-        *self = FailureFeed { worker: self.worker.take(), job: Some(job), inputs, sent: false };
-    }
-
-    /// Sends `files` of `job` to the failure worker (started on first need):
-    /// `{job, files: [{index, name, blob, bytes?}]}`.
-    fn hand_on(&mut self, job: u32, files: &[DeferredFile], dispatch: &UseReducerDispatcher<AppState>) {
-        if self.job != Some(job) || files.is_empty() {
-            return;
-        }
-        if self.worker.is_none() {
-            match spawn_failure_worker(dispatch.clone()) {
-                Ok(worker) => self.worker = Some(worker),
-                Err(why) => {
-                    return dispatch.dispatch(Action::Failed(format!("the failure reader could not start: {why}")));
-                }
-            }
-        }
-        if !self.sent {
-            self.sent = true;
-            dispatch.dispatch(Action::FailureStarted { job });
-        }
-        if let Err(why) = self.post(job, files, false) {
-            dispatch.dispatch(Action::FailureRead { job: Some(job), result: Err(why) });
-        }
-    }
-
-    /// The analysis worker is done with `job`: the failure worker has every file and answers.
-    fn end(&mut self, job: u32) {
-        if self.job == Some(job) && self.sent {
-            // A message that cannot be posted leaves the panel waiting; posting an empty
-            // object does not fail in practice.
-            let _ = self.post(job, &[], true);
-        }
-    }
-
-    /// The analysis worker died: the failure worker's answer will not come.
-    fn abandon(&mut self, dispatch: &UseReducerDispatcher<AppState>, why: &str) {
-        if let (Some(job), true) = (self.job, self.sent) {
-            let result = Err(format!("the analysis worker stopped before every file was read: {why}"));
-            dispatch.dispatch(Action::FailureRead { job: Some(job), result });
-        }
-        self.sent = false;
-    }
-
-    fn post(&self, job: u32, files: &[DeferredFile], end: bool) -> Result<(), String> {
-        let set = |object: &js_sys::Object, key: &str, value: &wasm_bindgen::JsValue| {
-            js_sys::Reflect::set(object, &key.into(), value).map(drop).map_err(|e| format!("{e:?}"))
-        };
-        let list = js_sys::Array::new();
-        // The bytes are moved to the failure worker, not copied: the page has no use for them.
-        let transfer = js_sys::Array::new();
-        for deferred in files {
-            let Some(file) = self.inputs.get(deferred.index as usize) else { continue };
-            let entry = js_sys::Object::new();
-            set(&entry, "index", &deferred.index.into())?;
-            set(&entry, "name", &file.name.as_str().into())?;
-            set(&entry, "blob", &file.blob)?;
-            set(&entry, "bytes", &deferred.bytes)?;
-            if let Some(bytes) = deferred.bytes.dyn_ref::<js_sys::Uint8Array>() {
-                transfer.push(&bytes.buffer());
-            }
-            list.push(&entry);
-        }
-        let message = js_sys::Object::new();
-        set(&message, "job", &job.into())?;
-        set(&message, "files", &list)?;
-        set(&message, "end", &end.into())?;
-        let worker = self.worker.as_ref().ok_or("the failure reader is not running")?;
-        worker.worker.post_message_with_transfer(&message, &transfer).map_err(|e| format!("{e:?}"))
-    }
 }
 
 /// Text pasted into `#paste`, as the file `pasted.log`.
@@ -255,7 +130,6 @@ async fn fetch_src(src: String) -> Result<InputFile, String> {
 pub fn app() -> Html {
     let state = use_reducer(|| AppState { nav: current_hash(), ..AppState::default() });
     let bridge: Rc<RefCell<Option<WorkerBridge<AnalysisWorker>>>> = use_mut_ref(|| None);
-    let failure_feed: Rc<RefCell<FailureFeed>> = use_mut_ref(FailureFeed::default);
     let next_job = use_mut_ref(|| 0u32);
     let embed = use_memo((), |_| embedded());
 
@@ -263,7 +137,6 @@ pub fn app() -> Html {
         let state = state.clone();
         let bridge = bridge.clone();
         let next_job = next_job.clone();
-        let failure_feed = failure_feed.clone();
         Callback::from(move |(load, role): (Load, Role)| {
             let (files, bytes) = match &load {
                 Load::Files(f) if f.is_empty() => return,
@@ -278,19 +151,12 @@ pub fn app() -> Html {
             let mut slot = bridge.borrow_mut();
             // A crashed worker is replaced; a busy one is told to drop its job.
             if state.worker_crashed || slot.is_none() {
-                *slot = Some(spawn_worker(state.dispatcher(), failure_feed.clone()));
+                *slot = Some(spawn_worker(state.dispatcher()));
             }
             if let (Some(b), Some(loading)) = (slot.as_ref(), state.loading.as_ref()) {
                 b.send(Request::Cancel { job: loading.progress.job });
             }
             state.dispatch(Action::Started { job, role, files, bytes });
-            if role == Role::Main {
-                let inputs = match &load {
-                    Load::Files(files) => files.clone(),
-                    Load::Example(_) => Vec::new(),
-                };
-                failure_feed.borrow_mut().begin(job, inputs);
-            }
             if let Some(b) = slot.as_ref() {
                 b.send(match load {
                     Load::Files(files) => Request::Analyze { job, files },

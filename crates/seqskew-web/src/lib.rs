@@ -4,6 +4,7 @@
 pub mod app;
 pub mod bench;
 pub mod components;
+pub mod failure_link;
 pub mod folders;
 pub mod hash;
 pub mod js_bytes;

@@ -51,11 +51,19 @@ pub enum Response {
         #[serde(with = "serde_wasm_bindgen::preserve")]
         payload: js_sys::Uint8Array,
     },
-    /// Logs and dumps the worker recognised and leaves to the page's failure worker, as they
-    /// come (before [`Response::Done`]), so that it reads them while the rest is read.
-    Deferred {
+    /// The job's logs and dumps went to the failure worker (the analysis worker starts it and
+    /// hands them on as it recognises them, so it reads them while the rest is read).
+    FailureStarted {
         job: u32,
-        files: Vec<DeferredFile>,
+    },
+    /// The failure worker's answer for `job` (`None`: it could not start, whatever the job):
+    /// a bincode [`seqskew_core::failure::Reading`] ([`decode`]), or why there is none.
+    FailureRead {
+        job: Option<u32>,
+        /// A `Uint8Array`, or `undefined` with `error`.
+        #[serde(with = "serde_wasm_bindgen::preserve")]
+        payload: JsValue,
+        error: Option<String>,
     },
     /// An import worker's files, bincode-encoded [`Imports`] ([`decode`]), the logs and dumps
     /// among them, and the size of its WebAssembly memory (which only grows: its peak so far).
@@ -75,10 +83,11 @@ pub enum Response {
     },
 }
 
-/// A log or dump the analysis worker recognised and does not read (the readers of failed jobs
-/// are not in its bundle): its index in the job, and its bytes when they were read whole in
-/// one slice to recognise it, so that the failure worker need not read it again (browsers
-/// read many small files at about a millisecond each, whatever their size).
+/// A log or dump a worker recognised and does not read (the readers of failed jobs are not in
+/// its bundle): its index in the job, and its bytes when they were read whole in one slice to
+/// recognise it, so that the failure worker need not read it again (browsers read many small
+/// files at about a millisecond each, whatever their size). Import workers send theirs back
+/// with their imports.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeferredFile {
     pub index: u32,

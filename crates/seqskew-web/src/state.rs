@@ -84,7 +84,7 @@ pub enum Action {
     /// The hash changed (back/forward, a pasted link).
     Navigate(HashState),
     CloseCompare,
-    /// The main run's logs and dumps went to the failure worker.
+    /// The run's logs and dumps went to the failure worker (heeded for the main run only).
     FailureStarted {
         job: u32,
     },
@@ -147,6 +147,10 @@ impl AppState {
                 next.loading = None;
                 next.error = Some(crash_message(&message));
                 next.worker_crashed = true;
+                // The failure worker was the crashed worker's: its answer will not come.
+                if matches!(self.failure, FailureState::Reading { .. }) {
+                    next.failure = FailureState::Error("the analysis stopped before every file was read".into());
+                }
             }
             Action::Failed(message) => next.error = Some(message),
             Action::DismissError => next.error = None,
@@ -155,7 +159,13 @@ impl AppState {
             Action::FocusWorker(w) => next.nav.worker = w,
             Action::Zoom(z) => next.nav.zoom = z,
             Action::Navigate(h) => next.nav = h,
-            Action::FailureStarted { job } => next.failure = FailureState::Reading { job },
+            // Only the main run's logs and dumps are diagnosed (not those of a run to compare).
+            Action::FailureStarted { job } => {
+                let main_run = self.loading.as_ref().is_some_and(|l| l.role == Role::Main);
+                if job == self.current_job && main_run {
+                    next.failure = FailureState::Reading { job };
+                }
+            }
             Action::FailureRead { job, result } => {
                 let waiting =
                     matches!(self.failure, FailureState::Reading { job: j } if job.is_none_or(|job| job == j));
@@ -252,6 +262,12 @@ mod tests {
         assert_eq!(done.failure, FailureState::Error("could not start".into()));
         let after = done.reduce(Action::Started { job: 3, role: Role::After, files: 1, bytes: 1 });
         assert_eq!(after.failure, done.failure, "loading the run after a fix keeps the main run's failure");
+        let after = after.reduce(Action::FailureStarted { job: 3 });
+        assert_eq!(after.failure, done.failure, "the logs of the run to compare are not the main run's failure");
+        let stale = s.reduce(Action::FailureStarted { job: 1 });
+        assert_eq!(stale.failure, FailureState::Reading { job: 2 }, "an older job's start is ignored");
+        let crashed = s.reduce(Action::Crashed("boom".into()));
+        assert!(matches!(crashed.failure, FailureState::Error(_)), "no answer will come: {:?}", crashed.failure);
     }
 
     #[test]

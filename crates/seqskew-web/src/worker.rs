@@ -24,6 +24,7 @@ use seqskew_core::diag::{Diagnostic, Severity};
 use seqskew_core::import::{FileImport, FileIngest, Format, assemble_owned};
 use wasm_bindgen::JsCast;
 
+use crate::failure_link::FailureLink;
 use crate::js_bytes::JsBytes;
 use crate::protocol::{
     DeferredFile, Imports, InputFile, JobResult, JsCodec, Progress, Request, Response, Timings, decode, encode,
@@ -109,6 +110,8 @@ struct RunningJob {
     ahead: ReadAhead,
     /// Logs and dumps recognised and not yet handed on.
     deferred: Vec<DeferredFile>,
+    /// Whether any went to the failure worker (which then awaits the job's end).
+    handed_on: bool,
     started_ms: f64,
     /// When progress last went out.
     reported_ms: f64,
@@ -147,6 +150,8 @@ pub struct AnalysisWorker {
     job: Option<(HandlerId, RunningJob)>,
     /// The import workers sharing it (dropping one ends it).
     import_workers: Vec<WorkerBridge<AnalysisWorker>>,
+    /// The failure worker, once a job had a log or a dump.
+    failure: Option<FailureLink>,
 }
 
 /// Runs a whole job synchronously, returning the payload `Done` would carry (tests, and
@@ -188,6 +193,41 @@ fn start_import_worker(scope: &WorkerScope<AnalysisWorker>, job: u32, helper: us
     bridge
 }
 
+/// Hands the logs and dumps job `job` recognised to the failure worker (started on first
+/// need); with `end`, tells it the job's files are all there, if it had any. Only the analysis
+/// worker does (import workers send theirs back to it).
+fn hand_on(
+    link: &mut Option<FailureLink>,
+    scope: &WorkerScope<AnalysisWorker>,
+    client: HandlerId,
+    job: &mut RunningJob,
+    end: bool,
+) {
+    if job.role != Role::Analyze || (job.deferred.is_empty() && !(end && job.handed_on)) {
+        return;
+    }
+    if !job.handed_on {
+        job.handed_on = true;
+        scope.respond(client, Response::FailureStarted { job: job.id });
+    }
+    let deferred = std::mem::take(&mut job.deferred);
+    let sent = match link {
+        Some(link) => link.send(job.id, &job.files, &deferred, end),
+        None => FailureLink::start(scope, client).and_then(|started| {
+            let sent = started.send(job.id, &job.files, &deferred, end);
+            *link = Some(started);
+            sent
+        }),
+    };
+    if let Err(why) = sent {
+        let error = Some(format!("the failure reader could not be given the files: {why}"));
+        scope.respond(
+            client,
+            Response::FailureRead { job: Some(job.id), payload: wasm_bindgen::JsValue::UNDEFINED, error },
+        );
+    }
+}
+
 /// Reads a slice without blocking: the worker feeds the previous slice meanwhile, and hears of
 /// this one in a message.
 fn read_later(scope: &WorkerScope<AnalysisWorker>, job: u32, blob: Option<web_sys::Blob>, range: SliceRange) {
@@ -212,7 +252,7 @@ impl Worker for AnalysisWorker {
     type Output = Response;
 
     fn create(_scope: &WorkerScope<Self>) -> Self {
-        AnalysisWorker { job: None, import_workers: Vec::new() }
+        AnalysisWorker { job: None, import_workers: Vec::new(), failure: None }
     }
 
     fn update(&mut self, scope: &WorkerScope<Self>, msg: Msg) {
@@ -236,9 +276,13 @@ impl Worker for AnalysisWorker {
                 Err(message) => scope.respond(client, Response::Crashed { message }),
             },
             Request::Cancel { job } => {
-                if self.job.as_ref().is_some_and(|(_, j)| j.id == job) {
-                    self.job = None;
+                if let Some((client, cancelled)) = self.job.take_if(|(_, j)| j.id == job) {
                     self.import_workers.clear();
+                    if cancelled.handed_on {
+                        let error = Some("cancelled before every file was read".to_owned());
+                        let payload = wasm_bindgen::JsValue::UNDEFINED;
+                        scope.respond(client, Response::FailureRead { job: Some(job), payload, error });
+                    }
                 }
                 scope.respond(client, Response::Cancelled { job });
             }
@@ -289,25 +333,20 @@ impl AnalysisWorker {
             if now - job.reported_ms >= PROGRESS_EVERY_MS {
                 job.reported_ms = now;
                 scope.respond(*client, Response::Progress(job.progress()));
-                if job.role == Role::Analyze && !job.deferred.is_empty() {
-                    let files = std::mem::take(&mut job.deferred);
-                    scope.respond(*client, Response::Deferred { job: job.id, files });
-                }
+                hand_on(&mut self.failure, scope, *client, job, false);
             }
             return;
         }
         let Some((client, mut job)) = self.job.take() else { return };
         self.import_workers.clear();
         let id = job.id;
-        let deferred = std::mem::take(&mut job.deferred);
         let response = match job.role {
             Role::Analyze => {
-                if !deferred.is_empty() {
-                    scope.respond(client, Response::Deferred { job: id, files: deferred });
-                }
+                hand_on(&mut self.failure, scope, client, &mut job, true);
                 Response::Done { job: id, payload: encode(&job.finish()) }
             }
             Role::Import => {
+                let deferred = std::mem::take(&mut job.deferred);
                 Response::Imported { job: id, payload: encode(&job.imports), deferred, wasm_bytes: wasm_bytes() }
             }
         };
@@ -335,7 +374,10 @@ impl AnalysisWorker {
                 Err(message) => return self.crashed(scope, message),
             },
             Response::Crashed { message } => return self.crashed(scope, message),
-            Response::Done { .. } | Response::Cancelled { .. } | Response::Deferred { .. } => {}
+            Response::Done { .. }
+            | Response::Cancelled { .. }
+            | Response::FailureStarted { .. }
+            | Response::FailureRead { .. } => {}
         }
         self.pump(scope);
     }
@@ -368,6 +410,7 @@ impl RunningJob {
             claims,
             ahead: ReadAhead::default(),
             deferred: Vec::new(),
+            handed_on: false,
             started_ms: js_sys::Date::now(),
             reported_ms: f64::NEG_INFINITY,
         }
