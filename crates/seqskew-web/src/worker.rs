@@ -3,7 +3,8 @@
 //! once, since a browser takes about a millisecond to read any file, however small), and
 //! arrive as messages: between slices the worker yields to the event loop, so progress goes
 //! out and a cancel comes in while a 4 GB trace is being read. Logs and dumps are recognised
-//! and handed on to the page's failure worker as they come, not read here.
+//! and handed on as they come to the failure worker, which this worker starts
+//! ([`crate::failure_link`]), not read here.
 //!
 //! A job of several large files (one per rank, as the PyTorch profiler writes them) is shared:
 //! the analysis worker starts import workers (the same bundle, one per spare core) and reads

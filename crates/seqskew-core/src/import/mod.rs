@@ -319,7 +319,7 @@ impl FileIngest {
 
     /// False once no more of the file is needed: it was given up, or it is a failed job's
     /// artefact in a build without the `failure` readers, which leaves it to a reader that has
-    /// them (the page's failure worker reads it itself: reading it here would read it twice).
+    /// them (the browser's failure worker: reading it here would read it twice).
     pub fn wants_more(&self) -> bool {
         match &self.content {
             Content::Sniffing(_) => true,
