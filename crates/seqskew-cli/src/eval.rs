@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use seqskew_sim::eval::{Outcome, corpus, run_case, summarize};
+use seqskew_sim::eval::{Outcome, across_seeds, corpus, run_case, summarize};
 
 /// Writes one case's files and truth to `dir`, to reproduce and inspect it.
 pub fn dump(jobs: usize, seed: u64, id: usize, dir: &std::path::Path) -> Result<ExitCode, String> {
@@ -29,7 +29,35 @@ pub fn dump(jobs: usize, seed: u64, id: usize, dir: &std::path::Path) -> Result<
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run(jobs: usize, seed: u64, json: Option<&std::path::Path>, verbose: bool) -> Result<ExitCode, String> {
+/// Scores the corpus of each seed; with more than one, their summaries side by side too.
+pub fn run(
+    jobs: usize,
+    seeds: std::ops::Range<u64>,
+    json: Option<&std::path::Path>,
+    verbose: bool,
+) -> Result<ExitCode, String> {
+    let mut runs = Vec::new();
+    for seed in seeds.clone() {
+        if seeds.end - seeds.start > 1 {
+            println!("== seed {seed}");
+        }
+        let outcomes = outcomes(jobs, seed, verbose)?;
+        let summary = summarize(&outcomes);
+        print!("{}", summary.to_text());
+        if let (Some(path), true) = (json, seed == seeds.start) {
+            let text = serde_json::to_string_pretty(&(&summary, &outcomes)).map_err(|e| e.to_string())?;
+            std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        runs.push((seed, summary));
+    }
+    if runs.len() > 1 {
+        print!("\n{}", across_seeds(&runs));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every case of the seed's corpus diagnosed, on every core, in case order.
+fn outcomes(jobs: usize, seed: u64, verbose: bool) -> Result<Vec<Outcome>, String> {
     let cases = corpus(jobs, seed);
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<Outcome>> = Mutex::new(Vec::with_capacity(cases.len()));
@@ -61,11 +89,5 @@ pub fn run(jobs: usize, seed: u64, json: Option<&std::path::Path>, verbose: bool
     });
     let mut outcomes = outcomes.into_inner().map_err(|e| e.to_string())?;
     outcomes.sort_by_key(|o| o.id);
-    let summary = summarize(&outcomes);
-    print!("{}", summary.to_text());
-    if let Some(path) = json {
-        let text = serde_json::to_string_pretty(&(&summary, &outcomes)).map_err(|e| e.to_string())?;
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(outcomes)
 }

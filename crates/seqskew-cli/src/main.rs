@@ -114,7 +114,11 @@ enum Command {
         jobs: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Also write the summary and every outcome as JSON.
+        /// Score this many seeds (--seed, --seed + 1, ...) and print each one's accuracy per
+        /// cause and per family side by side, with the worst.
+        #[arg(long, default_value_t = 1)]
+        seeds: u64,
+        /// Also write the summary and every outcome as JSON (of the first seed).
         #[arg(long)]
         json: Option<PathBuf>,
         /// Print each job's result as it finishes.
@@ -152,9 +156,9 @@ fn main() -> ExitCode {
         Command::Synth { preset, config, seed, steps, out, format, gzip } => {
             synth::run(&synth::Options { preset, config, seed, steps, out, formats: format, gzip })
         }
-        Command::Eval { jobs, seed, json, verbose, case, dump } => match (case, dump) {
+        Command::Eval { jobs, seed, seeds, json, verbose, case, dump } => match (case, dump) {
             (Some(id), Some(dir)) => eval::dump(jobs, seed, id, &dir),
-            _ => eval::run(jobs, seed, json.as_deref(), verbose),
+            _ => eval::run(jobs, seed..seed.saturating_add(seeds.max(1)), json.as_deref(), verbose),
         },
     };
     match result {

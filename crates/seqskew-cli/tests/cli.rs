@@ -327,14 +327,24 @@ fn synth_writes_every_format_and_each_diagnoses_as_its_truth_says() {
 fn eval_scores_a_small_corpus() {
     let dir = scratch("eval");
     let summary_file = dir.join("eval.json");
-    let out = seqskew(&["eval", "--jobs", "8", "--json", path_arg(&summary_file)]);
+    let out = seqskew(&["eval", "--jobs", "8", "--seeds", "2", "--json", path_arg(&summary_file)]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).contains("primary-cause accuracy"), "{}", stdout(&out));
+    let printed = stdout(&out);
+    assert!(printed.contains("== seed 1") && printed.contains("== seed 2"), "{printed}");
+    assert!(printed.contains("per family: scenario → correct / cases"), "{printed}");
+    let side_by_side = printed.split("accuracy over jobs with a clear label, 2 seeds").nth(1).unwrap_or_default();
+    assert!(side_by_side.contains("seed 1  seed 2   worst") && side_by_side.contains("worst: "), "{printed}");
     let written: Value = serde_json::from_slice(&std::fs::read(&summary_file).expect("the JSON")).expect("JSON");
-    let summary = &written[0];
-    assert_eq!(summary["cases"].as_u64(), Some(8), "{summary}");
-    assert!(summary["accuracy"].as_f64().is_some_and(|a| (0.0..=1.0).contains(&a)), "{summary}");
-    assert_eq!(written[1].as_array().map(Vec::len), Some(8), "one outcome per job");
+    let (summary, outcomes) = (&written[0], written[1].as_array().expect("the outcomes"));
+    assert_eq!((summary["cases"].as_u64(), outcomes.len()), (Some(8), 8), "one outcome per job of seed 1");
+    // The summary is the outcomes' count: right primary causes over the clear jobs, and per family.
+    let clear: Vec<&Value> = outcomes.iter().filter(|o| o["ambiguous"] == false).collect();
+    let right = clear.iter().filter(|o| o["predicted"] == o["truth"]).count();
+    let accuracy = summary["accuracy"].as_f64().expect("accuracy");
+    assert!((accuracy - right as f64 / clear.len().max(1) as f64).abs() < 1e-9, "{summary}");
+    let families = summary["per_family"].as_object().expect("per family");
+    let counted: u64 = families.values().filter_map(|v| v[0].as_u64()).sum();
+    assert_eq!(counted, clear.len() as u64, "{summary}");
 }
 
 /// The failed jobs made here with torchrun (crates/seqskew-core/tests/fixtures/failures).

@@ -23,6 +23,9 @@ pub struct Report {
     /// The initiating worker of each step (the one the others waited for) and its excess.
     pub stragglers: Vec<Straggler>,
     pub initiators: Initiators,
+    /// Every persistently slow worker, slowest first (added within `/1`; empty when none).
+    #[serde(default)]
+    pub slow_workers: Vec<SlowWorker>,
     pub fix: Fix,
     pub verify_command: String,
     /// What the logs and Flight Recorder dumps say about a failure; `None` when the inputs show
@@ -274,6 +277,16 @@ pub struct Straggler {
     pub worker: u32,
     /// How much longer it worked than the mean worker of the step.
     pub excess_s: f64,
+}
+
+/// A worker slower than its peers whatever it draws.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlowWorker {
+    pub rank: u32,
+    /// Its compute relative to what its peers (or its data) take, in a typical step.
+    pub factor: f64,
+    /// Its host, where the traces name it.
+    pub host: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -1038,3 +1038,33 @@ fn ranks_missing_from_the_job_are_named() {
     assert_eq!((whole.job.workers.len(), whole.job.missing_ranks()), (4, vec![]));
     assert!(whole.diagnostics.iter().all(|d| !d.message.contains("missing")), "{:?}", whole.diagnostics);
 }
+
+/// chrome.rs `micro_batches_and_collectives`: a micro-batch's forward time is the sum of its
+/// spans' durations, each up to the clock's range, so a few spans of `"dur": 5e15` (µs)
+/// overflow i64 nanoseconds: a panic in debug builds, a negative compute time in release builds
+/// (issue 42). The sums saturate; the job is still analysed.
+#[test]
+fn chrome_micro_batch_spans_whose_durations_sum_past_the_clock() {
+    let mut spans = Vec::new();
+    for pid in [1, 2] {
+        for step in [1, 2] {
+            for (name, mb) in [("forward", 0), ("forward", 0), ("backward", 0), ("flash_attn", 0), ("forward", 1)] {
+                spans.push(format!(
+                    r#"{{"ph": "X", "name": "{name}", "pid": {pid}, "tid": 1, "ts": 0, "dur": 5e15, "args": {{"step": {step}, "mb_id": {mb}}}}}"#
+                ));
+            }
+        }
+    }
+    let text = format!("[{}]", spans.join(",\n"));
+    let import = ingest("merged.json", text.as_bytes(), usize::MAX).unwrap_or_else(|why| panic!("{why}"));
+    invariants("merged.json", &import).unwrap_or_else(|why| panic!("{why}"));
+    let micro: Vec<(i64, i64)> = (import.workers.iter())
+        .flat_map(|w| w.steps.iter().flat_map(|s| w.micro_batches_of(s)))
+        .map(|mb| (mb.forward, mb.backward))
+        .collect();
+    assert!(!micro.is_empty(), "{}", listing(&import));
+    assert!(micro.iter().all(|&(f, b)| f >= 0 && b >= 0), "{micro:?}");
+    let inputs = [import.summary()];
+    let analysis = seqskew_core::analysis::analyze(&assemble(&[import]), &inputs);
+    assert_eq!(analysis.report.job.workers, 2);
+}

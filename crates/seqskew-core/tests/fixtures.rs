@@ -16,6 +16,9 @@ fn check(relative: &str, snapshot: expect_test::ExpectFile) {
 
 #[test]
 fn pytorch_cpu_dp2_random() {
+    if common::skip_without_shared("pytorch_cpu_dp2_random") {
+        return;
+    }
     check("pytorch-cpu-dp2/dp2-random/rank0.pt.trace.json.gz", expect_file!["snapshots/dp2-random-rank0.txt"]);
     check("pytorch-cpu-dp2/dp2-random/rank1.pt.trace.json.gz", expect_file!["snapshots/dp2-random-rank1.txt"]);
 }
@@ -23,6 +26,9 @@ fn pytorch_cpu_dp2_random() {
 /// The same job balanced, and balanced with rank 1 sleeping 150 ms a step.
 #[test]
 fn pytorch_cpu_dp2_balanced() {
+    if common::skip_without_shared("pytorch_cpu_dp2_balanced") {
+        return;
+    }
     check("pytorch-cpu-dp2/dp2-balanced/rank0.pt.trace.json.gz", expect_file!["snapshots/dp2-balanced-rank0.txt"]);
     check("pytorch-cpu-dp2/dp2-balanced/rank1.pt.trace.json.gz", expect_file!["snapshots/dp2-balanced-rank1.txt"]);
     check(
@@ -35,6 +41,9 @@ fn pytorch_cpu_dp2_balanced() {
 /// sampled and filtered traces, torch.compile with Triton kernels.
 #[test]
 fn hta_and_tracelens_traces() {
+    if common::skip_without_shared("hta_and_tracelens_traces") {
+        return;
+    }
     check("hta_amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz", expect_file!["snapshots/hta-amd-mi250.txt"]);
     check("hta_nccl_parser_config/nccl_data.json.gz", expect_file!["snapshots/hta-nccl-data.txt"]);
     check("hta_trace_filter/sampled_rank-0.json.gz", expect_file!["snapshots/hta-sampled-rank0.txt"]);
@@ -47,5 +56,8 @@ fn hta_and_tracelens_traces() {
 /// Not a trace: Megatron's golden values (loss per step) are named as such, not misread.
 #[test]
 fn megatron_golden_values_are_not_a_trace() {
+    if common::skip_without_shared("megatron_golden_values_are_not_a_trace") {
+        return;
+    }
     check("megatron_golden/golden_values_dev.json", expect_file!["snapshots/megatron-golden.txt"]);
 }

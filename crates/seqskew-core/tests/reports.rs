@@ -54,6 +54,9 @@ fn check(dir: &str, snapshot: Expect) {
 /// Documents dealt round-robin: the rank with the long documents sets the pace, and it moves.
 #[test]
 fn random_batching_is_sequence_length_imbalance() {
+    if common::skip_without_shared("random_batching_is_sequence_length_imbalance") {
+        return;
+    }
     check(
         "dp2-random",
         expect![[r#"
@@ -70,6 +73,9 @@ fn random_batching_is_sequence_length_imbalance() {
 /// in time, by less, and a partition by the fitted cost would recover some.
 #[test]
 fn balanced_by_a_wrong_cost_is_still_imbalanced() {
+    if common::skip_without_shared("balanced_by_a_wrong_cost_is_still_imbalanced") {
+        return;
+    }
     check(
         "dp2-balanced",
         expect![[r#"
@@ -85,6 +91,9 @@ fn balanced_by_a_wrong_cost_is_still_imbalanced() {
 /// Rank 1 sleeps 150 ms every step: it leads every step whatever the data.
 #[test]
 fn a_rank_that_sleeps_is_a_slow_worker() {
+    if common::skip_without_shared("a_rank_that_sleeps_is_a_slow_worker") {
+        return;
+    }
     check(
         "dp2-balanced-slowrank1",
         expect![[r#"
@@ -111,6 +120,9 @@ fn a_rank_that_sleeps_is_a_slow_worker() {
 /// no verdict of slow communication.
 #[test]
 fn one_rank_of_eight_is_not_enough_to_blame_communication() {
+    if common::skip_without_shared("one_rank_of_eight_is_not_enough_to_blame_communication") {
+        return;
+    }
     let file = "tracelens_mi300/resnet_act_checkpoint.json.gz";
     expect![[r#"
         inconclusive (low): S 1.30, 0.02 s lost
@@ -134,6 +146,9 @@ fn one_rank_of_eight_is_not_enough_to_blame_communication() {
 /// report says which ranks it lacks, and that "balanced" covers only the two.
 #[test]
 fn two_sampled_ranks_of_128_say_which_are_missing() {
+    if common::skip_without_shared("two_sampled_ranks_of_128_say_which_are_missing") {
+        return;
+    }
     let files = ["hta_trace_filter/sampled_rank-0.json.gz", "hta_trace_filter/sampled_rank-1.json.gz"];
     let imports: Vec<_> = files.iter().map(|f| import_fixture(f, usize::MAX)).collect();
     let summaries: Vec<_> = imports.iter().map(|i| i.summary()).collect();

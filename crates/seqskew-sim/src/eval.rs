@@ -70,7 +70,7 @@ pub const TIE: f64 = 0.10;
 /// Slowdowns this close to the straggling bound could go either way.
 pub const NEAR_BOUND: f64 = 0.02;
 
-const SCENARIOS: [&str; 9] = [
+pub const SCENARIOS: [&str; 11] = [
     "seqlen-imbalance",
     "seqlen-imbalance-padded",
     "slow-worker",
@@ -80,6 +80,8 @@ const SCENARIOS: [&str; 9] = [
     "balanced",
     "mixed-imbalance-slow",
     "mixed-imbalance-stalls",
+    "slow-workers",
+    "slow-node",
 ];
 
 /// `n` cases, deterministic for `seed`, cycling through the scenarios with varied scale,
@@ -168,6 +170,24 @@ fn case_config(scenario: &str, r: &mut Rng, seed: u64) -> Config {
             ..base
         },
         "mixed-imbalance-slow" => Config { batching: Batching::Random, slow_workers: vec![slow(r)], ..base },
+        // Several slow GPUs (two to four, anywhere), or a whole slow node: eight ranks in a row
+        // of one stage, all as slow. Either is at most a quarter of the job (of the stage for a
+        // node): slow is relative to healthy peers, and with half the workers slow the healthy
+        // level is a guess (docs/simulator.md).
+        "slow-workers" => {
+            let count = (2 + r.below(3) as u32).min((dp * pp / 4).max(1));
+            let mut workers: Vec<SlowWorker> = (0..count).map(|_| slow(r)).collect();
+            workers.sort_by_key(|w| (w.pp, w.dp));
+            workers.dedup_by_key(|w| (w.pp, w.dp));
+            Config { slow_workers: workers, ..base }
+        }
+        "slow-node" => {
+            let size = (dp / 4).clamp(1, 8);
+            let first = r.below(u64::from(dp / size)) as u32 * size;
+            let SlowWorker { pp, factor, .. } = slow(r);
+            let workers = (first..first + size).map(|dp| SlowWorker { dp, pp, factor }).collect();
+            Config { slow_workers: workers, ..base }
+        }
         "mixed-imbalance-stalls" => Config {
             batching: Batching::Random,
             stalls: Stalls { gc_probability: 0.5, gc_fraction: 0.4, ..Stalls::default() },
@@ -276,6 +296,9 @@ pub struct Summary {
     pub ambiguous_top_two: f64,
     /// Per true cause: (cases, correctly diagnosed).
     pub per_cause: BTreeMap<String, (usize, usize)>,
+    /// Per family (the scenario a case was made from): (cases, correctly diagnosed).
+    #[serde(default)]
+    pub per_family: BTreeMap<String, (usize, usize)>,
     /// (true, predicted) → count.
     pub confusion: BTreeMap<String, BTreeMap<String, usize>>,
     /// Share of cases whose ideal step is within 10% of the truth's.
@@ -299,9 +322,11 @@ pub fn summarize(outcomes: &[Outcome]) -> Summary {
         s.clear += 1;
         let ok = o.truth == o.predicted;
         correct += usize::from(ok);
-        let e = s.per_cause.entry(o.truth.clone()).or_default();
-        e.0 += 1;
-        e.1 += usize::from(ok);
+        for e in [s.per_cause.entry(o.truth.clone()).or_default(), s.per_family.entry(o.scenario.clone()).or_default()]
+        {
+            e.0 += 1;
+            e.1 += usize::from(ok);
+        }
         *s.confusion.entry(o.truth.clone()).or_default().entry(o.predicted.clone()).or_default() += 1;
         errors.push(o.ideal_error);
     }
@@ -310,6 +335,55 @@ pub fn summarize(outcomes: &[Outcome]) -> Summary {
     errors.sort_by(f64::total_cmp);
     s.ideal_error_median = errors.get(errors.len() / 2).copied().unwrap_or(0.0);
     s
+}
+
+fn share(correct: usize, cases: usize) -> f64 {
+    correct as f64 / cases.max(1) as f64
+}
+
+/// Several seeds' summaries side by side: overall, per cause and per family, each seed's
+/// accuracy and the worst of them, and the worst cause and family over every seed.
+pub fn across_seeds(runs: &[(u64, Summary)]) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let seeds: Vec<String> = runs.iter().map(|(seed, _)| format!("seed {seed}")).collect();
+    let _ = writeln!(o, "accuracy over jobs with a clear label, {} seeds", runs.len());
+    let _ = writeln!(o, "{:>28}  {}   worst", "", seeds.iter().map(|s| format!("{s:>8}")).collect::<String>());
+    let mut worst_row: Option<(f64, String)> = None;
+    let mut row = |o: &mut String, name: &str, cells: Vec<Option<(usize, usize)>>, rank: bool| {
+        let shares: Vec<f64> = cells.iter().flatten().map(|&(n, ok)| share(ok, n)).collect();
+        let worst = shares.iter().copied().fold(f64::INFINITY, f64::min);
+        let text: String = cells
+            .iter()
+            .map(|c| c.map_or(format!("{:>8}", "-"), |(n, ok)| format!("{:>7.1}%", share(ok, n) * 100.0)))
+            .collect();
+        let _ = writeln!(o, "{name:>28}  {text}  {:>6.1}%", worst * 100.0);
+        if rank && worst.is_finite() && worst_row.as_ref().is_none_or(|w| worst < w.0) {
+            worst_row = Some((worst, name.to_owned()));
+        }
+    };
+    row(
+        &mut o,
+        "all",
+        runs.iter().map(|(_, s)| Some((s.clear, (s.accuracy * s.clear as f64).round() as usize))).collect(),
+        false,
+    );
+    for (title, pick) in [
+        ("per cause", (|s: &Summary| &s.per_cause) as fn(&Summary) -> &BTreeMap<String, (usize, usize)>),
+        ("per family", |s: &Summary| &s.per_family),
+    ] {
+        let _ = writeln!(o, "{title}:");
+        let mut names: Vec<&String> = runs.iter().flat_map(|(_, s)| pick(s).keys()).collect();
+        names.sort();
+        names.dedup();
+        for name in names {
+            row(&mut o, name, runs.iter().map(|(_, s)| pick(s).get(name).copied()).collect(), true);
+        }
+    }
+    if let Some((worst, name)) = worst_row {
+        let _ = writeln!(o, "worst: {name} at {:.1}%", worst * 100.0);
+    }
+    o
 }
 
 impl Summary {
@@ -336,9 +410,11 @@ impl Summary {
             }
             let _ = writeln!(o);
         }
-        let _ = writeln!(o, "\nper cause: truth → correct / cases");
-        for (cause, (n, ok)) in &self.per_cause {
-            let _ = writeln!(o, "{cause:>28}  {ok:>4} / {n:<4} {:5.1}%", *ok as f64 * 100.0 / (*n).max(1) as f64);
+        for (title, table) in [("cause: truth", &self.per_cause), ("family: scenario", &self.per_family)] {
+            let _ = writeln!(o, "\nper {title} → correct / cases");
+            for (name, &(n, ok)) in table {
+                let _ = writeln!(o, "{name:>28}  {ok:>4} / {n:<4} {:5.1}%", share(ok, n) * 100.0);
+            }
         }
         let _ = writeln!(
             o,

@@ -49,7 +49,7 @@ pub fn chunked(name: &str, content: &[u8], sizes: [usize; 2]) -> FileImport {
 }
 
 /// Imports `content` whole and in chunks; panics (a finding) on any difference or broken
-/// invariant. Then assembles the result alone and beside its twin.
+/// invariant. Then assembles the result alone (and analyses it) and beside its twin.
 pub fn check(name: &str, content: &[u8], control: Control) {
     let whole = import_bytes(name, content);
     let parts = chunked(name, content, control.sizes);
@@ -68,6 +68,12 @@ pub fn check(name: &str, content: &[u8], control: Control) {
     assert!(alone.job.workers.iter().all(|w| !w.steps.is_empty()), "an assembled worker without steps");
     // The same file twice: its ranked workers are ignored the second time, its unranked ones
     // are assigned further ranks.
+    // The analysis reads whatever the import let through: it must not panic either (sums of
+    // input-derived times saturate).
+    if !alone.job.workers.is_empty() {
+        let inputs = [whole.summary()];
+        let _ = seqskew_core::analysis::analyze(&alone, &inputs);
+    }
     let unranked = whole.workers.iter().filter(|w| w.rank == u32::MAX && !w.steps.is_empty()).count();
     let twice = assemble(&[whole, parts]);
     assert_eq!(twice.job.workers.len(), alone.job.workers.len() + unranked, "{:?}", twice.diagnostics);

@@ -116,7 +116,7 @@ pub struct MicroBatchCell {
 
 impl MicroBatchCell {
     pub fn compute(&self) -> Nanos {
-        self.forward + self.backward
+        self.forward.saturating_add(self.backward)
     }
 }
 
@@ -557,7 +557,7 @@ impl<'a> MicroBatchRun<'a> {
 
     /// Micro-batch `i`'s forward and backward time ([`MicroBatchCell::compute`]).
     pub fn compute(&self, i: usize) -> Nanos {
-        self.forward.get(i).copied().unwrap_or(0) + self.backward.get(i).copied().unwrap_or(0)
+        self.forward.get(i).copied().unwrap_or(0).saturating_add(self.backward.get(i).copied().unwrap_or(0))
     }
 
     pub fn get(&self, i: usize) -> MicroBatchCell {

@@ -12,6 +12,7 @@ pub mod replay;
 pub mod samples;
 pub mod signals;
 pub mod slots;
+pub mod slow_workers;
 pub mod stats;
 pub mod verdict;
 pub mod views;
@@ -19,7 +20,9 @@ pub mod whatif;
 
 use crate::import::{Assembled, FileSummary};
 use crate::model::{Job, SequenceKnowledge};
-use crate::report::{self, CostModel, Initiators, Input, JobInfo, Report, Slowdown, Straggler, WhatIf, round};
+use crate::report::{
+    self, CostModel, Initiators, Input, JobInfo, Report, SlowWorker, Slowdown, Straggler, WhatIf, round,
+};
 
 /// The report and what the views plot.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -202,6 +205,13 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
             (label(w), f.max(by_work))
         })
         .or(slowest_worker);
+    let slow = slow_workers::find(&frame, &factors, job);
+    // The share of steps a slow worker led (one of two equally slow GPUs leads about half).
+    let slow_ranks: Vec<u32> = slow.iter().map(|w| w.rank).collect();
+    let led_by_slow =
+        initiators.iter().filter(|i| frame.slots.get(i.worker).is_some_and(|s| slow_ranks.contains(&s.rank))).count()
+            as f64
+            / initiators.len().max(1) as f64;
     let heaviest_stage = factors.stage.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(p, &g)| (p, g));
     let facts = verdict::Facts {
         slowdown,
@@ -212,6 +222,7 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
         top_initiator: top.first().map(|&(w, _)| (label(w), dominance)),
         distinct_initiators: top.len(),
         slowest_worker,
+        slow_workers: slow_workers::describe(&slow, job).map(|named| (named, led_by_slow)),
         heaviest_stage,
         fit: ws_fit.as_ref().or(mb_fit.as_ref()),
         whatifs: &whatifs,
@@ -304,6 +315,7 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
             distinct: top.len(),
             top: top.iter().take(5).map(|&(w, c)| (frame.slots.get(w).map_or(0, |s| s.rank), c)).collect(),
         },
+        slow_workers: slow.into_iter().map(|w| SlowWorker { factor: round(w.factor, 3), ..w }).collect(),
         verdict,
         fix,
         verify_command: verify_command(inputs),

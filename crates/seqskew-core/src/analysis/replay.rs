@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use super::par;
-use super::slots::{Slot, StepSlots, Steps};
+use super::slots::{DataSize, Slot, StepSlots, Steps};
 use super::stats::{Mean, mean, median};
 use crate::schedule::replay_pipeline;
 
@@ -85,6 +85,10 @@ impl Restore {
     };
 }
 
+/// A worker whose persistent factor is above this is slow (a factor is 1 unless it held on one
+/// side of 1 in most steps: [`persistent`]).
+pub const SLOW: f64 = 1.05;
+
 /// The persistent parts of each slot's time, estimated across steps (all of them, or an even
 /// sample of a big job's, as `factor_steps` picks them) with medians.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -126,7 +130,14 @@ struct StepFactors {
     /// take, and its stall; NaN where the slot is absent or the ratio not measurable.
     worker_ratio: Vec<f64>,
     stall: Vec<f64>,
+    /// Per slot: its tokens and its Σ L², each relative to its stage's median; NaN where its
+    /// lengths are unknown.
+    tokens_ratio: Vec<f64>,
+    quadratic_ratio: Vec<f64>,
     transfer: Vec<Option<f64>>,
+    /// Some worker's ratio was taken against its stage's level, not against what its data
+    /// should cost (no cost model, or no lengths for it): a slow ratio may then be the data.
+    data_blind: bool,
 }
 
 fn step_factors(step: &StepSlots, stages: usize, dps: usize) -> StepFactors {
@@ -134,7 +145,10 @@ fn step_factors(step: &StepSlots, stages: usize, dps: usize) -> StepFactors {
         stage_ratio: vec![None; stages],
         worker_ratio: vec![f64::NAN; stages * dps],
         stall: vec![f64::NAN; stages * dps],
+        tokens_ratio: vec![f64::NAN; stages * dps],
+        quadratic_ratio: vec![f64::NAN; stages * dps],
         transfer: vec![None; stages],
+        data_blind: false,
     };
     // Each slot's compute, summed once.
     let computes: Vec<Vec<Option<f64>>> =
@@ -176,7 +190,10 @@ fn step_factors(step: &StepSlots, stages: usize, dps: usize) -> StepFactors {
             let (Some(s), Some(c)) = (s, *c) else { continue };
             let ratio = match (typical, s.expected) {
                 (Some(t), Some(e)) if t > 0.0 => Some(c / e.max(1.0) / t),
-                _ if stage_level > 0.0 => Some(c / stage_level),
+                _ if stage_level > 0.0 => {
+                    out.data_blind = true;
+                    Some(c / stage_level)
+                }
                 _ => None,
             };
             if let (Some(r), Some(v)) = (ratio, out.worker_ratio.get_mut(p * dps + d)) {
@@ -184,6 +201,19 @@ fn step_factors(step: &StepSlots, stages: usize, dps: usize) -> StepFactors {
             }
             if let Some(v) = out.stall.get_mut(p * dps + d) {
                 *v = s.stall;
+            }
+        }
+        let data: Vec<DataSize> = step.stage(p).flatten().filter_map(|s| s.data).collect();
+        let typical_tokens = median(&data.iter().map(|x| x.tokens).collect::<Vec<_>>());
+        let typical_quadratic = median(&data.iter().map(|x| x.quadratic).collect::<Vec<_>>());
+        for (d, s) in step.stage(p).enumerate().take(dps) {
+            let Some(x) = s.and_then(|s| s.data) else { continue };
+            let ratio = |v: f64, typical: f64| if typical > 0.0 { v / typical } else { 1.0 };
+            if let Some(v) = out.tokens_ratio.get_mut(p * dps + d) {
+                *v = ratio(x.tokens, typical_tokens);
+            }
+            if let Some(v) = out.quadratic_ratio.get_mut(p * dps + d) {
+                *v = ratio(x.quadratic, typical_quadratic);
             }
         }
         if let (Some(v), Some(&t)) = (out.transfer.get_mut(p), step.transfer.get(p)) {
@@ -215,20 +245,32 @@ pub fn factors<S: Steps + ?Sized>(steps: &S) -> Factors {
     .flatten()
     .collect();
     let slots = width.max(1);
-    let per_slot: Vec<(f64, f64)> = par::parts(width, SLOTS_PER_BLOCK, |range| slot_factors(&per_step, range, slots))
+    let per_slot: Vec<SlotFactors> = par::parts(width, SLOTS_PER_BLOCK, |range| slot_factors(&per_step, range, slots))
         .into_iter()
         .flatten()
         .collect();
-    let mut worker: Vec<Vec<f64>> = per_slot.chunks(dps.max(1)).map(|c| c.iter().map(|f| f.0).collect()).collect();
-    let mut persistent_stall: Vec<Vec<f64>> =
-        per_slot.chunks(dps.max(1)).map(|c| c.iter().map(|f| f.1).collect()).collect();
-    // Slow hardware is rare. When many workers are persistently slower together, what they share
-    // is their place in the data (e.g. a balancer that always hands rank 0 the longest document),
-    // and that is not a worker property.
-    let rare = |count: usize| count <= (slots / 10).max(1);
-    if !rare(worker.iter().flatten().filter(|&&f| f > 1.05).count()) {
-        worker.iter_mut().flatten().for_each(|f| *f = 1.0);
+    let by_stage = |value: fn(&SlotFactors) -> f64| -> Vec<Vec<f64>> {
+        per_slot.chunks(dps.max(1)).map(|c| c.iter().map(value).collect()).collect()
+    };
+    let mut worker = by_stage(|f| f.worker);
+    let mut persistent_stall = by_stage(|f| f.stall);
+    // Where a worker's ratio is against its stage's level (no usable cost model), one whose
+    // lengths say it persistently draws more than its peers may be slow by its data (e.g. a
+    // balancer that always hands rank 0 the longest document): that is not a worker property.
+    // Its compute is a positive mix of its tokens and its Σ L² (and a constant), so its excess
+    // is at most theirs: data explains it only where the larger of the two excesses reaches most
+    // of its compute's. A worker whose lengths say it draws about as much as the others, or
+    // whose lengths are unknown, is taken as slow itself, however many such there are (two slow
+    // GPUs, a slow node of eight); the verdict says when lengths would decide.
+    let data_blind = per_step.iter().any(|f| f.data_blind);
+    let explained_by_data = |f: &SlotFactors| f.data.is_some_and(|x| x - 1.0 >= (f.worker - 1.0) / 2.0);
+    for (f, w) in per_slot.iter().zip(worker.iter_mut().flatten()) {
+        if data_blind && f.worker > SLOW && explained_by_data(f) {
+            *w = 1.0;
+        }
     }
+    // Many workers persistently stalling alike is the job's way of working, not a host's fault.
+    let rare = |count: usize| count <= (slots / 10).max(1);
     let typical_stall = median(&persistent_stall.iter().flatten().copied().collect::<Vec<_>>());
     if !rare(persistent_stall.iter().flatten().filter(|&&s| s > typical_stall * 1.5 + 1e6).count()) {
         persistent_stall.iter_mut().flatten().for_each(|s| *s = typical_stall);
@@ -270,27 +312,44 @@ const MIN_FACTOR_STEPS: usize = 128;
 /// Slots are gathered from the per-step rows this many at a time: a cache line of each row.
 const SLOTS_PER_BLOCK: usize = 8;
 
-/// For each slot in `range`: its persistent factor (over its ratios across the steps, among
-/// `candidates` slots) and its median stall.
-fn slot_factors(per_step: &[StepFactors], range: Range<usize>, candidates: usize) -> Vec<(f64, f64)> {
+/// One slot's persistent values across the steps.
+struct SlotFactors {
+    /// Its compute relative to its stage's (or its data's) level ([`persistent`]).
+    worker: f64,
+    /// Its median stall.
+    stall: f64,
+    /// How much more data it persistently draws than its peers: the larger of its tokens' and
+    /// its Σ L²'s persistent ratios ([`persistent`]: each is 1 unless it stays on one side);
+    /// `None` where its lengths are unknown.
+    data: Option<f64>,
+}
+
+/// For each slot in `range`: its [`SlotFactors`], persistent among `candidates` slots.
+fn slot_factors(per_step: &[StepFactors], range: Range<usize>, candidates: usize) -> Vec<SlotFactors> {
     // Slots mostly have as many ratios as each other: each threshold is worked out once.
     let mut thresholds: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut needed = |n: usize| *thresholds.entry(n).or_insert_with(|| steps_needed(n, candidates));
     let mut out = Vec::with_capacity(range.len());
-    let (mut ratios, mut stalls) = (Vec::new(), Vec::new());
+    let (mut ratios, mut stalls, mut tokens, mut quadratic) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for first in range.clone().step_by(SLOTS_PER_BLOCK) {
         let block = first..(first + SLOTS_PER_BLOCK).min(range.end);
-        ratios.resize_with(block.len(), || Vec::with_capacity(per_step.len()));
-        stalls.resize_with(block.len(), || Vec::with_capacity(per_step.len()));
-        ratios.iter_mut().chain(stalls.iter_mut()).for_each(Vec::clear);
+        for column in [&mut ratios, &mut stalls, &mut tokens, &mut quadratic] {
+            column.resize_with(block.len(), || Vec::with_capacity(per_step.len()));
+            column.iter_mut().for_each(Vec::clear);
+        }
+        let known = |values: &[f64], i: usize| values.get(i).copied().filter(|x| !x.is_nan());
         for f in per_step {
-            for ((r, s), i) in ratios.iter_mut().zip(stalls.iter_mut()).zip(block.clone()) {
-                r.extend(f.worker_ratio.get(i).filter(|x| !x.is_nan()));
-                s.extend(f.stall.get(i).filter(|x| !x.is_nan()));
+            let columns = ratios.iter_mut().zip(stalls.iter_mut()).zip(tokens.iter_mut().zip(quadratic.iter_mut()));
+            for (((r, s), (t, q)), i) in columns.zip(block.clone()) {
+                r.extend(known(&f.worker_ratio, i));
+                s.extend(known(&f.stall, i));
+                t.extend(known(&f.tokens_ratio, i));
+                q.extend(known(&f.quadratic_ratio, i));
             }
         }
-        for (r, s) in ratios.iter().zip(&stalls) {
-            let needed = *thresholds.entry(r.len()).or_insert_with(|| steps_needed(r.len(), candidates));
-            out.push((persistent(r, needed), median(s)));
+        for ((r, s), (t, q)) in ratios.iter().zip(&stalls).zip(tokens.iter().zip(&quadratic)) {
+            let data = (!t.is_empty()).then(|| persistent(t, needed(t.len())).max(persistent(q, needed(q.len()))));
+            out.push(SlotFactors { worker: persistent(r, needed(r.len())), stall: median(s), data });
         }
     }
     out
@@ -637,6 +696,7 @@ mod tests {
             comm: 0.0,
             expected: None,
             expected_passes: None,
+            data: None,
         })
     }
 
@@ -743,6 +803,36 @@ mod tests {
     }
 
     #[test]
+    fn without_a_cost_model_slow_workers_stand_unless_their_own_lengths_explain_them() {
+        // Eight ranks, three of them (a quarter and more) 1.5× every step, no cost model. With
+        // lengths that say all draw alike (by turns heavier and lighter), or with no lengths,
+        // they are slow workers: two slow GPUs or a slow node are many. With lengths that say
+        // those three always draw twice the Σ L², their data explains them.
+        let slow = |d: usize| [1, 4, 5].contains(&d);
+        let job = |data: &dyn Fn(usize, usize) -> Option<DataSize>| -> Vec<StepSlots> {
+            (0..12)
+                .map(|i| {
+                    let slots = (0..8).map(|d| {
+                        let compute = if slow(d) { 15.0 } else { 10.0 };
+                        Some(SlotStep { data: data(i, d), ..slot(0.0, compute).expect("a slot") })
+                    });
+                    step(slots.collect(), 1.0)
+                })
+                .collect()
+        };
+        let alike = |i: usize, d: usize| {
+            let tokens = if (i + d).is_multiple_of(2) { 900.0 } else { 1100.0 };
+            Some(DataSize { tokens, quadratic: tokens * 100.0 })
+        };
+        let heavier =
+            |_: usize, d: usize| Some(DataSize { tokens: 1000.0, quadratic: if slow(d) { 2e5 } else { 1e5 } });
+        let slow_factors: Vec<f64> = (0..8).map(|d| if slow(d) { 1.5 } else { 1.0 }).collect();
+        assert_eq!(factors(&job(&alike)[..]).worker, std::slice::from_ref(&slow_factors));
+        assert_eq!(factors(&job(&|_, _| None)[..]).worker, [slow_factors]);
+        assert_eq!(factors(&job(&heavier)[..]).worker, [vec![1.0; 8]]);
+    }
+
+    #[test]
     fn with_two_replicas_a_slow_one_is_a_worker_not_its_stage() {
         // dp 2 × pp 2: (stage 0, dp 0) is 1.8× every step; a median of two would have called
         // half of that its stage's.
@@ -797,6 +887,7 @@ mod tests {
             comm: 0.0,
             expected: None,
             expected_passes: None,
+            data: None,
         })
     }
 
@@ -851,6 +942,7 @@ mod tests {
                 comm: 1.0,
                 expected,
                 expected_passes: per_pass.then(|| vec![expected.unwrap_or(1.0)]),
+                data: None,
             })
         };
         let steps: Vec<StepSlots> = (0..5)

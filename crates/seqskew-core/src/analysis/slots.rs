@@ -45,6 +45,17 @@ struct SlotTimes {
     comm: f64,
     /// The compute the cost model expects for the slot's data, when lengths are known.
     expected: Option<f64>,
+    /// The slot's data, when lengths are known ([`DataSize`]).
+    data: Option<DataSize>,
+}
+
+/// How much data a slot drew in a step: its tokens and the cost model's quadratic term (Σ L²).
+/// Without a usable cost model it still tells whether a slot persistently draws more than its
+/// peers.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DataSize {
+    pub tokens: f64,
+    pub quadratic: f64,
 }
 
 /// One slot of a step, to write ([`StepSlots::slot_mut`]).
@@ -63,6 +74,7 @@ pub struct Slot<'a> {
     pub comm: f64,
     pub expected: Option<f64>,
     pub expected_passes: Option<&'a [f64]>,
+    pub data: Option<DataSize>,
 }
 
 impl Slot<'_> {
@@ -118,6 +130,7 @@ impl StepSlots {
             comm: t.comm,
             expected: t.expected,
             expected_passes: t.expected_passes.then(|| self.expected_passes.get(passes).unwrap_or_default()),
+            data: t.data,
         })
     }
 
@@ -275,6 +288,10 @@ impl Steps for FromFrame<'_> {
                     tail: at(row.optimizer, wi) + at(row.other, wi) + (compute - in_passes).max(0.0),
                     comm,
                     expected: self.fit.filter(|_| row.seq.known(wi)).map(|f| f.predict(&row.seq.get(wi))),
+                    data: row.seq.known(wi).then(|| {
+                        let seq = row.seq.get(wi);
+                        DataSize { tokens: seq.tokens, quadratic: seq.quadratic }
+                    }),
                 };
                 if let Some(f) = mb_fit.filter(|_| span.clone().all(|m| mbs.seq.known(m))) {
                     slot.times.expected_passes = true;
@@ -306,6 +323,7 @@ pub struct SlotStep {
     pub comm: f64,
     pub expected: Option<f64>,
     pub expected_passes: Option<Vec<f64>>,
+    pub data: Option<DataSize>,
 }
 
 #[cfg(test)]
@@ -332,6 +350,7 @@ impl StepSlots {
                     tail: s.tail,
                     comm: s.comm,
                     expected: s.expected,
+                    data: s.data,
                 };
             }
         }

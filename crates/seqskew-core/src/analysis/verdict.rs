@@ -27,6 +27,9 @@ pub struct Facts<'a> {
     pub distinct_initiators: usize,
     /// The slowest worker's persistent factor and label.
     pub slowest_worker: Option<(String, f64)>,
+    /// Where two or more workers are persistently slow: them in words
+    /// ([`super::slow_workers::describe`]) and the share of steps one of them led.
+    pub slow_workers: Option<(String, f64)>,
     pub heaviest_stage: Option<(usize, f64)>,
     pub fit: Option<&'a Fit>,
     pub whatifs: &'a WhatIfs,
@@ -206,7 +209,11 @@ fn decide_by_evidence(f: &Facts<'_>) -> Verdict {
             to_confirm = Some(confirm_text(false));
         }
         2 if !seq_strong => confidence = confidence.min(1),
-        1 if !f.top_initiator.as_ref().is_some_and(|t| t.1 >= 0.5) => confidence = confidence.min(1),
+        1 if !f.top_initiator.as_ref().is_some_and(|t| t.1 >= 0.5)
+            && !f.slow_workers.as_ref().is_some_and(|w| w.1 >= 0.5) =>
+        {
+            confidence = confidence.min(1);
+        }
         0 if !passed(f.signals, "stage_band") => confidence = confidence.min(1),
         4 if !passed(f.signals, "communication_bound") => confidence = confidence.min(1),
         3 if !passed(f.signals, "host_stalls") => confidence = confidence.min(1),
@@ -261,19 +268,12 @@ fn headline(top: usize, f: &Facts<'_>, s: f64) -> String {
                 f.distinct_initiators
             )
         }
-        1 => match (&f.slowest_worker, &f.top_initiator) {
-            (Some((label, factor)), Some((_, led))) => {
-                let idle = idle_share(f.signals)
-                    .map(|x| format!(", {:.0}% of its excess idle with nothing running,", x * 100.0))
-                    .unwrap_or_default();
-                format!(
-                    "Slow worker: {label} works {factor:.2}× as long as its peers in a typical step{idle} and leads {:.0}% of steps; steps take {s:.2}× the ideal.",
-                    led * 100.0
-                )
-            }
-            _ => {
-                format!("Slow worker: one worker is persistently slower than its peers; steps take {s:.2}× the ideal.")
-            }
+        1 => match (&f.slow_workers, &f.slowest_worker, &f.top_initiator) {
+            (Some((named, led)), Some((_, factor)), _) => format!(
+                "Slow workers: {named} are persistently slower than their peers (the slowest works {factor:.2}× as long in a typical step) and one of them leads {:.0}% of steps; steps take {s:.2}× the ideal.",
+                led * 100.0
+            ),
+            (_, slowest, top) => slow_worker_headline(f, slowest.as_ref(), top.as_ref(), s),
         },
         0 => match f.heaviest_stage {
             Some((p, g)) => format!(
@@ -285,6 +285,37 @@ fn headline(top: usize, f: &Facts<'_>, s: f64) -> String {
             "Host stalls: idle gaps with nothing running (GC, data loading) on the initiating workers make steps take {s:.2}× the ideal."
         ),
         _ => format!("Communication: collective transfers vary and stretch steps to {s:.2}× the ideal."),
+    }
+}
+
+/// What to do about one slow worker: its host when its excess is mostly idle, else its GPU.
+fn one_slow_worker_fix(f: &Facts<'_>) -> Fix {
+    let worker = f.slowest_worker.as_ref().map_or("the persistent initiator", |w| w.0.as_str());
+    let look = match idle_share(f.signals).filter(|&idle| idle >= MOSTLY_IDLE) {
+        Some(idle) => format!(
+            "Find out why {worker}'s host stalls: {:.0}% of its excess is idle time with nothing running, so its GPU is not what is slow. Look at that host: Python's garbage collector (gc.freeze(), gc.disable(), gc.collect() at fixed steps on every rank together), its data loader (more workers, pinned memory, prefetching), CPU contention and other processes.",
+            idle * 100.0
+        ),
+        None => format!(
+            "Find out why {worker} is slow: check its GPU (clocks and thermal throttling, ECC errors, NVLink/PCIe width) and its host (CPU contention, other processes, data loading); drain or replace it if it stays slow."
+        ),
+    };
+    Fix { summary: format!("{look} Rebalancing data will not help: it is slow whatever it draws."), ..Fix::default() }
+}
+
+/// One slow worker's headline.
+fn slow_worker_headline(f: &Facts<'_>, slowest: Option<&(String, f64)>, top: Option<&(String, f64)>, s: f64) -> String {
+    match (slowest, top) {
+        (Some((label, factor)), Some((_, led))) => {
+            let idle = idle_share(f.signals)
+                .map(|x| format!(", {:.0}% of its excess idle with nothing running,", x * 100.0))
+                .unwrap_or_default();
+            format!(
+                "Slow worker: {label} works {factor:.2}× as long as its peers in a typical step{idle} and leads {:.0}% of steps; steps take {s:.2}× the ideal.",
+                led * 100.0
+            )
+        }
+        _ => format!("Slow worker: one worker is persistently slower than its peers; steps take {s:.2}× the ideal."),
     }
 }
 
@@ -302,19 +333,15 @@ fn method_title(m: &str) -> &'static str {
 pub fn fix(verdict: &Verdict, f: &Facts<'_>) -> Fix {
     match verdict.primary.as_str() {
         "sequence_length_imbalance" => sequence_fix(f),
-        "slow_worker" => {
-            let worker = f.slowest_worker.as_ref().map_or("the persistent initiator", |w| w.0.as_str());
-            let look = match idle_share(f.signals).filter(|&idle| idle >= MOSTLY_IDLE) {
-                Some(idle) => format!(
-                    "Find out why {worker}'s host stalls: {:.0}% of its excess is idle time with nothing running, so its GPU is not what is slow. Look at that host: Python's garbage collector (gc.freeze(), gc.disable(), gc.collect() at fixed steps on every rank together), its data loader (more workers, pinned memory, prefetching), CPU contention and other processes.",
-                    idle * 100.0
+        "slow_worker" => match &f.slow_workers {
+            Some((named, _)) => Fix {
+                summary: format!(
+                    "Find out why {named} are slow: check their GPUs (clocks and thermal throttling, ECC errors, NVLink/PCIe width) and hosts (CPU contention, other processes, data loading); ranks slow together on one host point at that node (its power and cooling, its network card, its PCIe switch). Drain or replace what stays slow. Rebalancing data will not help: they are slow whatever they draw."
                 ),
-                None => format!(
-                    "Find out why {worker} is slow: check its GPU (clocks and thermal throttling, ECC errors, NVLink/PCIe width) and its host (CPU contention, other processes, data loading); drain or replace it if it stays slow."
-                ),
-            };
-            Fix { summary: format!("{look} Rebalancing data will not help: it is slow whatever it draws."), ..Fix::default() }
-        }
+                ..Fix::default()
+            },
+            None => one_slow_worker_fix(f),
+        },
         "pipeline_stage_imbalance" => Fix {
             summary: format!(
                 "Repartition layers across pipeline stages so each does the same work: move layers off stage {} (it does {:.2}× the mean), give the LM head and loss their own share, or use an interleaved schedule.",
@@ -416,6 +443,7 @@ mod tests {
             top_initiator: None,
             distinct_initiators: 8,
             slowest_worker: None,
+            slow_workers: None,
             heaviest_stage: None,
             fit: None,
             whatifs: &whatifs,
@@ -458,6 +486,7 @@ mod tests {
             top_initiator: None,
             distinct_initiators: 1,
             slowest_worker: None,
+            slow_workers: None,
             heaviest_stage: None,
             fit: None,
             whatifs: &whatifs,
@@ -499,6 +528,7 @@ mod tests {
                 top_initiator: Some(("rank 1".into(), 0.9)),
                 distinct_initiators: 2,
                 slowest_worker: Some(("rank 1".into(), 1.4)),
+                slow_workers: None,
                 heaviest_stage: None,
                 fit: None,
                 whatifs: &whatifs,

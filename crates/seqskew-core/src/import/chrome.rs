@@ -516,12 +516,15 @@ fn micro_batches_and_collectives(records: &[&Record]) -> (Vec<MicroBatch>, Vec<C
         };
         let mb = micro.entry(id).or_insert_with(|| MicroBatch { id, ..MicroBatch::default() });
         mb.start = Some(mb.start.map_or(r.start, |s| s.min(r.start)));
-        let d = r.end - r.start;
+        let d = r.end.saturating_sub(r.start);
         // Attention spans lie inside their micro-batch's compute span: they add to attention only.
+        // Sums saturate: each span lies within the clock's range, their sum need not.
         match (r.kind, r.direction) {
-            (SpanKind::Attention, _) => mb.sequences.attention = Some(mb.sequences.attention.unwrap_or(0) + d),
-            (_, Direction::Backward) => mb.backward += d,
-            (_, Direction::Forward | Direction::Unknown) => mb.forward += d,
+            (SpanKind::Attention, _) => {
+                mb.sequences.attention = Some(mb.sequences.attention.unwrap_or(0).saturating_add(d));
+            }
+            (_, Direction::Backward) => mb.backward = mb.backward.saturating_add(d),
+            (_, Direction::Forward | Direction::Unknown) => mb.forward = mb.forward.saturating_add(d),
         }
     }
     collectives.sort_by_key(|c| (c.start, c.end));

@@ -1,0 +1,56 @@
+//! Straggling jobs made here (real torchrun jobs on CPU, `tests/fixtures/stragglers`, see its
+//! `make_fixtures.py`): each case's Kineto traces, as torch wrote them, against the verdict
+//! written from how the job was made (`expected.tsv`), never from what the code printed. These
+//! are real traces, not the simulator's: what they score is evidence, where the corpus of
+//! `seqskew eval` is a regression guard.
+#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+
+use std::path::PathBuf;
+
+use seqskew_core::analysis::diagnose;
+use seqskew_core::diag::Severity;
+use seqskew_core::import::{FileImport, assemble, import_bytes};
+use seqskew_core::report::Report;
+
+fn cases_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stragglers")
+}
+
+fn report_of(case: &str) -> Report {
+    let traces = cases_dir().join(case).join("traces");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&traces).unwrap().map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    let imports: Vec<FileImport> = paths
+        .iter()
+        .map(|p| import_bytes(&p.file_name().unwrap().to_string_lossy(), &std::fs::read(p).unwrap()))
+        .collect();
+    assert!(imports.len() >= 2, "{case}: one trace per rank, at least two");
+    for import in &imports {
+        let errors: Vec<_> = import.diagnostics.iter().filter(|d| d.severity == Severity::Error).collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", import.file);
+    }
+    let inputs: Vec<_> = imports.iter().map(FileImport::summary).collect();
+    diagnose(&assemble(&imports), &inputs)
+}
+
+#[test]
+fn real_cpu_jobs_get_the_verdict_they_were_made_for() {
+    let table = std::fs::read_to_string(cases_dir().join("expected.tsv")).unwrap();
+    let mut checked = 0;
+    for line in table.lines().skip(1) {
+        let [case, primary, slow_ranks] = line.split('\t').collect::<Vec<_>>()[..] else {
+            panic!("expected.tsv: {line:?} is not three tab-separated fields");
+        };
+        let report = report_of(case);
+        let said = format!("{case}: {}", report.verdict.headline);
+        assert_eq!(report.verdict.primary, primary, "{said}");
+        let mut slow: Vec<u32> = report.slow_workers.iter().map(|w| w.rank).collect();
+        slow.sort_unstable();
+        let expected: Vec<u32> = slow_ranks.split(',').filter_map(|r| r.parse().ok()).collect();
+        if primary == "slow_worker" {
+            assert_eq!(slow, expected, "{said}");
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 3);
+}
