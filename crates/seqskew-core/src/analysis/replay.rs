@@ -258,10 +258,10 @@ pub fn factors<S: Steps + ?Sized>(steps: &S) -> Factors {
     // lengths say it persistently draws more than its peers may be slow by its data (e.g. a
     // balancer that always hands rank 0 the longest document): that is not a worker property.
     // Its compute is a positive mix of its tokens and its Σ L² (and a constant), so its excess
-    // is at most theirs: data explains it only where the larger of the two excesses reaches most
-    // of its compute's. A worker whose lengths say it draws about as much as the others, or
+    // is at most theirs: data explains it only where the larger of the two excesses is at least
+    // half its compute's. A worker whose lengths say it draws about as much as the others, or
     // whose lengths are unknown, is taken as slow itself, however many such there are (two slow
-    // GPUs, a slow node of eight); the verdict says when lengths would decide.
+    // GPUs, a slow node of eight); without lengths the verdict says what would decide.
     let data_blind = per_step.iter().any(|f| f.data_blind);
     let explained_by_data = |f: &SlotFactors| f.data.is_some_and(|x| x - 1.0 >= (f.worker - 1.0) / 2.0);
     for (f, w) in per_slot.iter().zip(worker.iter_mut().flatten()) {

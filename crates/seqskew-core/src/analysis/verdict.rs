@@ -209,6 +209,12 @@ fn decide_by_evidence(f: &Facts<'_>) -> Verdict {
             to_confirm = Some(confirm_text(false));
         }
         2 if !seq_strong => confidence = confidence.min(1),
+        // Several ranks always slower, with no lengths to say what they drew: ranks always handed
+        // the heaviest data would look the same.
+        1 if !f.lengths_known && f.slow_workers.is_some() => {
+            confidence = confidence.min(1);
+            to_confirm = Some(SLOW_WITHOUT_LENGTHS.into());
+        }
         1 if !f.top_initiator.as_ref().is_some_and(|t| t.1 >= 0.5)
             && !f.slow_workers.as_ref().is_some_and(|w| w.1 >= 0.5) =>
         {
@@ -229,6 +235,9 @@ fn decide_by_evidence(f: &Facts<'_>) -> Verdict {
         to_confirm,
     }
 }
+
+/// What would tell several slow workers from data always dealt to the same ranks.
+const SLOW_WITHOUT_LENGTHS: &str = "Without sequence lengths, ranks that were always handed the heaviest data would look the same as slow hardware: record the lengths each rank computed on (record_function(\"seqlens=...\") per micro-batch, or a step log, docs/formats.md) to confirm it is the hardware.";
 
 fn confirm_text(lengths_known: bool) -> String {
     if lengths_known {
@@ -552,5 +561,40 @@ mod tests {
         assert_eq!(computing.primary, "slow_worker");
         assert!(!computing.headline.contains("idle"), "{}", computing.headline);
         assert!(to_gpu.starts_with("Find out why rank 1 is slow: check its GPU (clocks"), "{to_gpu}");
+    }
+
+    #[test]
+    fn several_slow_workers_are_named_together_and_without_lengths_held_less_sure() {
+        let whatifs = WhatIfs::default();
+        let facts = |lengths_known: bool| Facts {
+            slowdown: 1.5,
+            shares: [0.0, 0.95, 0.05, 0.0, 0.0],
+            signals: &[],
+            lengths_known,
+            stages: 1,
+            top_initiator: Some(("rank 20".into(), 0.3)),
+            distinct_initiators: 8,
+            slowest_worker: Some(("rank 20".into(), 1.5)),
+            slow_workers: Some(("ranks 16–23 (every rank of host node2)".into(), 1.0)),
+            heaviest_stage: None,
+            fit: None,
+            whatifs: &whatifs,
+            peers_missing: None,
+            unseen_micro_batches: None,
+            ranks_not_loaded: false,
+        };
+        let known = decide(&facts(true));
+        assert_eq!((known.primary.as_str(), known.confidence.as_str()), ("slow_worker", "high"));
+        assert_eq!(known.to_confirm, None);
+        assert!(
+            known.headline.starts_with("Slow workers: ranks 16–23 (every rank of host node2) are"),
+            "{}",
+            known.headline
+        );
+        let fixed = fix(&known, &facts(true)).summary;
+        assert!(fixed.starts_with("Find out why ranks 16–23 (every rank of host node2) are slow"), "{fixed}");
+        let blind = decide(&facts(false));
+        assert_eq!((blind.primary.as_str(), blind.confidence.as_str()), ("slow_worker", "medium"));
+        assert_eq!(blind.to_confirm.as_deref(), Some(SLOW_WITHOUT_LENGTHS));
     }
 }
