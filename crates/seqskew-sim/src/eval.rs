@@ -301,8 +301,9 @@ pub struct Summary {
     pub per_family: BTreeMap<String, (usize, usize)>,
     /// (true, predicted) → count.
     pub confusion: BTreeMap<String, BTreeMap<String, usize>>,
-    /// Share of cases whose ideal step is within 10% of the truth's.
+    /// Share of the clearly labelled cases whose ideal step is within 10% of the truth's.
     pub ideal_within_10pct: f64,
+    /// The median of their ideal step's error.
     pub ideal_error_median: f64,
 }
 
@@ -428,7 +429,7 @@ impl Summary {
         );
         let _ = writeln!(
             o,
-            "ideal step within 10% of the truth in {:.1}% of all jobs (median error {:.1}%)",
+            "ideal step within 10% of the truth in {:.1}% of the jobs with a clear label (median error {:.1}%)",
             self.ideal_within_10pct * 100.0,
             self.ideal_error_median * 100.0
         );
