@@ -277,12 +277,12 @@ fn headline(top: usize, f: &Facts<'_>, s: f64) -> String {
                 f.distinct_initiators
             )
         }
-        1 => match (&f.slow_workers, &f.slowest_worker, &f.top_initiator) {
-            (Some((named, led)), Some((_, factor)), _) => format!(
+        1 => match (&f.slow_workers, &f.slowest_worker) {
+            (Some((named, led)), Some((_, factor))) => format!(
                 "Slow workers: {named} are persistently slower than their peers (the slowest works {factor:.2}× as long in a typical step) and one of them leads {:.0}% of steps; steps take {s:.2}× the ideal.",
                 led * 100.0
             ),
-            (_, slowest, top) => slow_worker_headline(f, slowest.as_ref(), top.as_ref(), s),
+            _ => slow_worker_headline(f, s),
         },
         0 => match f.heaviest_stage {
             Some((p, g)) => format!(
@@ -313,8 +313,8 @@ fn one_slow_worker_fix(f: &Facts<'_>) -> Fix {
 }
 
 /// One slow worker's headline.
-fn slow_worker_headline(f: &Facts<'_>, slowest: Option<&(String, f64)>, top: Option<&(String, f64)>, s: f64) -> String {
-    match (slowest, top) {
+fn slow_worker_headline(f: &Facts<'_>, s: f64) -> String {
+    match (&f.slowest_worker, &f.top_initiator) {
         (Some((label, factor)), Some((_, led))) => {
             let idle = idle_share(f.signals)
                 .map(|x| format!(", {:.0}% of its excess idle with nothing running,", x * 100.0))
