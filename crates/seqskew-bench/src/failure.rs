@@ -10,8 +10,8 @@ use seqskew_core::failure::diagnose;
 use seqskew_core::import::{FileImport, FileIngest, READ_CHUNK, assemble_owned};
 use seqskew_core::report::Failure;
 
-use crate::measure::{Sample, peak_rss_mib};
 use crate::pickle::{Py, dumps};
+use crate::results::{Sample, peak_rss_mib};
 
 /// Local ranks of the one node the console log is from.
 const LOG_RANKS: u32 = 8;

@@ -24,6 +24,7 @@ mod fingerprint;
 mod generate;
 mod measure;
 mod pickle;
+mod results;
 mod table;
 
 use std::path::PathBuf;

@@ -11,33 +11,10 @@ use seqskew_core::import::{FileImport, FileIngest, READ_CHUNK, assemble_owned, i
 use seqskew_sim::config::{Config, Lengths};
 use seqskew_sim::job::to_job;
 use seqskew_sim::{Simulation, preset};
-use serde::{Deserialize, Serialize};
 
 use crate::failure;
 use crate::generate::{Kind, input, job};
-
-/// What one child process measured.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Sample {
-    pub seconds: f64,
-    /// Peak resident memory of the process (VmHWM), MiB.
-    pub peak_rss_mib: f64,
-    /// Bytes of content read (decompressed).
-    pub bytes: u64,
-    pub workers: usize,
-    pub steps: usize,
-}
-
-/// The process's peak resident set, MiB (Linux).
-pub(crate) fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
+use crate::results::{Measured, Results, Sample, peak_rss_mib};
 
 fn files_under(paths: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -166,31 +143,6 @@ fn program(exe: &Path, args: &[String]) -> Result<Sample, String> {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let last = stdout.lines().last().unwrap_or_default();
     serde_json::from_str(last).map_err(|e| format!("{args:?}: {e}"))
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Measured {
-    pub what: String,
-    pub size: String,
-    pub runs: Vec<Sample>,
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Results {
-    pub machine: String,
-    pub ingest: Vec<Measured>,
-    pub analyze: Vec<Measured>,
-    /// Holistic Trace Analysis on the Kineto inputs (empty without `--hta`).
-    pub hta: Vec<Measured>,
-    /// Failed jobs: a long console log scanned, a large job's Flight Recorder dumps diagnosed.
-    #[serde(default)]
-    pub failures: Vec<Measured>,
-    /// The inputs, for the browser run: (label, path, uncompressed bytes).
-    pub inputs: Vec<(String, PathBuf, u64)>,
-    /// The whole job the browser drops: (label, path, bytes).
-    pub job: Option<(String, PathBuf, u64)>,
-    /// A 4 GB merged Chrome trace, for the browser's refusal check (full runs only).
-    pub huge: Option<(String, PathBuf, u64)>,
 }
 
 /// The largest input HTA is timed on (see `run_all`).

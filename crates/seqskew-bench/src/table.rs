@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::measure::{Measured, Results, Sample};
+use crate::results::{Measured, Results, Sample};
 
 const MB: f64 = 1e6;
 

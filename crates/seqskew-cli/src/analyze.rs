@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use seqskew_core::analysis::diagnose;
 use seqskew_core::report::Report;
+use seqskew_core::text;
 
 use crate::input;
 
@@ -25,13 +26,15 @@ pub fn load(paths: &[PathBuf]) -> Result<Report, String> {
                     .out, .err; Flight Recorder dumps: nccl_trace_rank_N, .pkl; each optionally .gz)"
             .into());
     }
-    let (summaries, assembled) = input::assemble(input::import_all(&files));
+    let (summaries, assembled, progress) = input::read(&files);
     if assembled.job.workers.is_empty() && assembled.failures.is_empty() {
         let problems: Vec<String> =
             summaries.iter().flat_map(|s| s.diagnostics.iter().map(ToString::to_string)).collect();
         return Err(format!("nothing to analyse:\n  {}", problems.join("\n  ")));
     }
+    progress.then(format!("analysing {}", text::count(assembled.job.workers.len(), "worker")));
     let report = diagnose(&assembled, &summaries);
+    drop(progress);
     input::free_in_background(assembled);
     Ok(report)
 }

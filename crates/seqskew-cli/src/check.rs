@@ -111,13 +111,16 @@ pub fn compare_runs(before: &Path, after: &Path, max_slowdown: f64, json: bool) 
 /// Lines; gzipped when it ends in `.gz`; `-` for standard output.
 pub fn summarize(paths: &[PathBuf], out: &Path) -> Result<ExitCode, String> {
     let files = input::expand(paths)?;
-    let (summaries, assembled) = input::assemble(input::import_all(&files));
-    for d in summaries.iter().flat_map(|s| &s.diagnostics) {
-        eprintln!("{d}");
-    }
+    let (summaries, assembled, progress) = input::read(&files);
+    progress.suspend(|| {
+        for d in summaries.iter().flat_map(|s| &s.diagnostics) {
+            eprintln!("{d}");
+        }
+    });
     if assembled.job.workers.is_empty() {
         return Err("nothing to summarise: no file held training steps".into());
     }
+    progress.then(format!("writing {}", out.display()));
     let name = out.to_string_lossy();
     let gz = name.ends_with(".gz");
     let csv = name.trim_end_matches(".gz").ends_with(".csv");
@@ -131,6 +134,7 @@ pub fn summarize(paths: &[PathBuf], out: &Path) -> Result<ExitCode, String> {
         if csv { write_steplog_csv(&assembled.job, &mut sink) } else { write_steplog_jsonl(&assembled.job, &mut sink) };
     written.and_then(|()| sink.flush()).map_err(|e| format!("{}: {e}", out.display()))?;
     drop(sink);
+    drop(progress);
     eprintln!(
         "summarised {}, {} into {}",
         text::count(assembled.job.workers.len(), "worker"),

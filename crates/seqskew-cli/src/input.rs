@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use seqskew_core::import::{Assembled, FileImport, FileIngest, FileSummary, READ_CHUNK, assemble_owned};
 
+use crate::progress::Progress;
+
 /// Expands directories into the files below them (sorted); files stay as given.
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
@@ -44,9 +46,9 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 /// The path that stands for standard input (`xclip -o | seqskew analyze -`).
 pub const STDIN: &str = "-";
 
-/// Imports one file (standard input for [`STDIN`]); an unreadable file becomes a diagnostic
-/// like any other bad input.
-pub fn import_file(path: &Path) -> FileImport {
+/// Imports one file (standard input for [`STDIN`]), telling `progress` of every piece read; an
+/// unreadable file becomes a diagnostic like any other bad input.
+fn import_file(path: &Path, progress: &Progress) -> FileImport {
     let from_stdin = path.as_os_str() == STDIN;
     let name = if from_stdin { "stdin".to_owned() } else { path.display().to_string() };
     let mut ingest = FileIngest::new(&name);
@@ -59,6 +61,7 @@ pub fn import_file(path: &Path) -> FileImport {
                 return Ok(());
             }
             ingest.feed(buf.get(..n).unwrap_or_default());
+            progress.read(n as u64);
         }
     };
     let read = if from_stdin {
@@ -81,8 +84,17 @@ pub fn import_file(path: &Path) -> FileImport {
     import
 }
 
+/// Imports every file, in parallel, and assembles them into one job: every file's summary, the
+/// job, and the run's progress (over the bytes of all files; the caller says what comes next).
+pub fn read(paths: &[PathBuf]) -> (Vec<FileSummary>, Assembled, Progress) {
+    let total = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+    let progress = Progress::reading(paths.len(), total);
+    let (summaries, assembled) = assemble(import_all(paths, &progress));
+    (summaries, assembled, progress)
+}
+
 /// Imports every file, in parallel, keeping the input order.
-pub fn import_all(paths: &[PathBuf]) -> Vec<FileImport> {
+fn import_all(paths: &[PathBuf], progress: &Progress) -> Vec<FileImport> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(paths.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut results: Vec<Option<FileImport>> = vec![None; paths.len()];
@@ -93,7 +105,7 @@ pub fn import_all(paths: &[PathBuf]) -> Vec<FileImport> {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(path) = paths.get(i) else { break };
-                    let import = import_file(path);
+                    let import = import_file(path, progress);
                     if let Ok(mut slots) = slots.lock()
                         && let Some(slot) = slots.get_mut(i)
                     {
@@ -107,7 +119,7 @@ pub fn import_all(paths: &[PathBuf]) -> Vec<FileImport> {
 }
 
 /// Every file's summary, and their workers moved (not copied) into one job.
-pub fn assemble(imports: Vec<FileImport>) -> (Vec<FileSummary>, Assembled) {
+fn assemble(imports: Vec<FileImport>) -> (Vec<FileSummary>, Assembled) {
     let summaries = imports.iter().map(FileImport::summary).collect();
     (summaries, assemble_owned(imports))
 }
@@ -129,7 +141,7 @@ mod tests {
         // Binary content is given up after its first KiB (text would be read as a log).
         let text = "\u{0}\u{1}not a trace\n".repeat(40_000);
         std::fs::write(&path, &text).expect("a temporary file");
-        let import = import_file(&path);
+        let import = import_file(&path, &Progress::reading(1, 0));
         std::fs::remove_file(&path).ok();
         assert!(text.len() > 2 * READ_CHUNK);
         assert_eq!(import.summary().bytes, text.len() as u64);

@@ -28,7 +28,8 @@ struct JobSummary {
 
 pub fn run(paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
     let files = input::expand(paths)?;
-    let (summaries, mut assembled) = input::assemble(input::import_all(&files));
+    let (summaries, mut assembled, progress) = input::read(&files);
+    drop(progress);
     let (dp, pp) = frame::layout(&frame::slots(&assembled.job));
     let out = Output {
         files: summaries,

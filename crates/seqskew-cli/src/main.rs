@@ -5,6 +5,7 @@ mod check;
 mod eval;
 mod input;
 mod inspect;
+mod progress;
 mod synth;
 
 use std::path::PathBuf;
@@ -19,6 +20,10 @@ use clap::{Parser, Subcommand};
     about = "Find out why a distributed training job straggles, and whether sequence-length imbalance is the cause."
 )]
 struct Cli {
+    /// Print no progress on standard error (it is drawn only on a terminal, for runs over a
+    /// second).
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -134,6 +139,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    progress::set_quiet(cli.quiet);
     let result = match cli.command {
         Command::Inspect { paths, json } => inspect::run(&paths, json),
         Command::Analyze { paths, json, markdown, html } => {

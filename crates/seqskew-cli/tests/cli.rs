@@ -387,3 +387,54 @@ fn a_terminal_paste_on_standard_input_is_a_log() {
     assert_eq!(report["failure"]["initiating_ranks"], serde_json::json!([3]));
     assert_eq!(report["failure"]["collateral_ranks"], serde_json::json!([0]));
 }
+
+#[test]
+fn the_scale_out_recipe_summarises_in_shards_that_diagnose_as_the_traces_do() {
+    // examples/scale/local.sh runs the task script the Slurm array job and the Kubernetes
+    // Indexed Job run (docs/scale.md), so this is the fan-out they make, on one machine.
+    let dir = scratch("scale");
+    let traces = synth(&dir, "seqlen-imbalance", "kineto").join("kineto");
+    let summaries = dir.join("summaries");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scale/local.sh");
+    let run = |shards: &str| {
+        Command::new(&script)
+            .args([path_arg(&traces), path_arg(&summaries), shards, "2"])
+            .env("SEQSKEW", env!("CARGO_BIN_EXE_seqskew"))
+            .output()
+            .expect("bash runs examples/scale/local.sh")
+    };
+    let out = run("5");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut parts: Vec<String> = std::fs::read_dir(&summaries)
+        .expect("the summaries folder")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    parts.sort();
+    assert_eq!(
+        parts,
+        (0..5).map(|i| format!("part-{i:05}.jsonl.gz")).collect::<Vec<_>>(),
+        "one summary per shard, nothing left half-written"
+    );
+
+    let report = |path: &Path| json(&seqskew(&["analyze", "--json", path_arg(path)]));
+    let (from_summaries, from_traces) = (report(&summaries), report(&traces));
+    assert_eq!(from_summaries["job"]["workers"], 16, "every rank is in one summary");
+    assert_eq!(from_summaries["verdict"]["primary"], "sequence_length_imbalance");
+    assert_eq!(from_summaries["verdict"]["primary"], from_traces["verdict"]["primary"]);
+    // A shard sees only some ranks of each collective, so it must not measure transfers (it
+    // would count waiting for another shard's ranks as transfer, and S would come out low).
+    let slowdown = |r: &Value| r["slowdown"]["factor"].as_f64().expect("a slowdown");
+    assert!(
+        (slowdown(&from_summaries) - slowdown(&from_traces)).abs() < 0.005,
+        "{} vs {}",
+        slowdown(&from_summaries),
+        slowdown(&from_traces)
+    );
+
+    // More shards than files: the spare tasks succeed and write nothing.
+    std::fs::remove_dir_all(&summaries).expect("the summaries folder");
+    let out = run("20");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no files (only 16 files for 20 shards)"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_dir(&summaries).expect("the summaries folder").count(), 16);
+}

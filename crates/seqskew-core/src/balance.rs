@@ -7,7 +7,7 @@ use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::stats::{indices_by_key, order_key};
+use crate::order_keys::{indices_by_key, order_key};
 
 /// How documents are dealt into bins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -15,6 +15,7 @@ pub mod export;
 pub mod failure;
 pub mod import;
 pub mod model;
+mod order_keys;
 pub mod report;
 mod report_failure;
 mod report_html;

@@ -527,7 +527,19 @@ pub fn cause_title(cause: &str) -> &'static str {
     }
 }
 
-pub use crate::report_failure::failure_title;
+/// A failure cause as a title: "Hang", "Out of memory".
+pub fn failure_title(cause: &str) -> &'static str {
+    match cause {
+        "hang" => "Hang",
+        "collective_mismatch" => "Collective mismatch",
+        "crash" => "Crash",
+        "oom" => "Out of memory",
+        "killed" => "Killed",
+        "network" => "Network failure",
+        "slow_rank" => "Slow rank",
+        _ => "Unknown",
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,20 +1,6 @@
 //! The failure section of the Markdown and HTML reports: one list of facts, two renderings.
 
-use crate::report::Failure;
-
-/// A failure cause as a title: "Hang", "Out of memory".
-pub fn failure_title(cause: &str) -> &'static str {
-    match cause {
-        "hang" => "Hang",
-        "collective_mismatch" => "Collective mismatch",
-        "crash" => "Crash",
-        "oom" => "Out of memory",
-        "killed" => "Killed",
-        "network" => "Network failure",
-        "slow_rank" => "Slow rank",
-        _ => "Unknown",
-    }
-}
+use crate::report::{Failure, failure_title};
 
 fn ranks(list: &[u32]) -> String {
     if list.is_empty() {

@@ -36,6 +36,7 @@
 
 mod common;
 pub mod heatmap;
+mod lane_span;
 mod lod;
 pub mod palette;
 pub mod pipeline;
@@ -49,15 +50,15 @@ use plotters::prelude::{DrawingArea, IntoDrawingArea, SVGBackend};
 
 pub use common::{LineFit, least_squares, pearson, r_label};
 pub use heatmap::{HeatGrid, heatmap, pool_heat};
+pub use lane_span::LaneSpan;
 pub use pipeline::{PassView, PipelineData, StageRow, pipeline, pipeline_data};
 pub use plotters;
-pub use raster::rasterize;
+pub use raster::{PixelRect, rasterize};
 pub use scatter::{XAxis, compute_vs_cost, max_vs_mean, step_time_scatter};
 pub use series::step_series;
 pub use timeline::{
-    Hit, Lane, LaneSpan, LaneStep, LaneSummary, PixelRect, PlotRect, TimelineData, TimelinePixels, TimelineRects,
-    draw_rects, hit_test, timeline, timeline_data, timeline_height, timeline_pixels, timeline_plot_rect,
-    timeline_rects, timeline_with_layer,
+    Hit, Lane, LaneStep, LaneSummary, PlotRect, TimelineData, TimelinePixels, TimelineRects, draw_rects, hit_test,
+    timeline, timeline_data, timeline_height, timeline_pixels, timeline_plot_rect, timeline_rects, timeline_with_layer,
 };
 
 /// Draws into an SVG document of `size` pixels held in memory (SVG export, snapshot tests).

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::timeline::LaneSpan;
+use crate::lane_span::LaneSpan;
 
 /// "Nothing ran here" in a summary or a sample: gaps outweigh every kind.
 pub const GAP: u8 = 8;

@@ -2,7 +2,17 @@
 //! where drawing them one by one costs a `fillRect` and a colour string each (a zoomed-out
 //! 4096-worker timeline has a hundred thousand).
 
-use crate::timeline::PixelRect;
+use plotters::style::RGBColor;
+
+/// A filled rectangle in the plot's pixels, `[x0, x1) × [y0, y1)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PixelRect {
+    pub x0: i32,
+    pub y0: i32,
+    pub x1: i32,
+    pub y1: i32,
+    pub color: RGBColor,
+}
 
 /// Bytes per pixel: red, green, blue, alpha.
 const RGBA: usize = 4;
@@ -38,7 +48,6 @@ fn clip(v: i32, max: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plotters::style::RGBColor;
 
     const RED: RGBColor = RGBColor(255, 0, 0);
     const BLUE: RGBColor = RGBColor(0, 0, 255);

@@ -8,13 +8,14 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::Closure;
 use yew::prelude::*;
 
-use crate::components::charts::Shared;
 use crate::components::drop_zone::{DropZone, on_input_change};
 use crate::components::failure::{self, FailurePanel};
 use crate::components::file_list;
 use crate::components::progress::ProgressBar;
+use crate::components::shared::Shared;
 use crate::components::verdict::VerdictPanel;
 use crate::components::views::ViewsPanel;
+use crate::download::download;
 use crate::hash::{self, HashState};
 use crate::protocol::{InputFile, JsCodec, Request, Response, decode};
 use crate::state::{Action, AppState, FailureState, Role};
@@ -83,30 +84,6 @@ fn embedded() -> bool {
 
 fn current_hash() -> HashState {
     hash::parse(&window().and_then(|w| w.location().hash().ok()).unwrap_or_default())
-}
-
-/// Offers `text` as a file download (a local blob URL: nothing leaves the page).
-pub fn download(name: &str, mime: &str, text: &str) {
-    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
-    let options = web_sys::BlobPropertyBag::new();
-    options.set_type(mime);
-    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else { return };
-    download_blob(name, &blob);
-}
-
-pub fn download_blob(name: &str, blob: &web_sys::Blob) {
-    let Ok(url) = web_sys::Url::create_object_url_with_blob(blob) else { return };
-    download_url(name, &url);
-    let _ = web_sys::Url::revoke_object_url(&url);
-}
-
-pub fn download_url(name: &str, url: &str) {
-    let Some(document) = window().and_then(|w| w.document()) else { return };
-    if let Ok(a) = document.create_element("a").map(|e| e.unchecked_into::<web_sys::HtmlAnchorElement>()) {
-        a.set_href(url);
-        a.set_download(name);
-        a.click();
-    }
 }
 
 /// Fetches a same-origin trace named in `#src=` as a file.

@@ -11,7 +11,7 @@ use seqskew_core::model::SpanKind;
 use seqskew_plot::{Lane, LaneSpan, LaneStep, TimelineData};
 use yew::prelude::*;
 
-use crate::components::charts::Shared;
+use crate::components::shared::Shared;
 use crate::components::timeline::Timeline;
 use crate::state::AppState;
 

@@ -8,12 +8,10 @@
 //! The failure worker takes `{job, files: [{index, name, blob, bytes?}], end}` messages and,
 //! on `end`, answers `{job, payload}` (a bincode `failure::Reading`) or `{job, error}`.
 
-use gloo::worker::{HandlerId, WorkerScope};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::Closure;
 
 use crate::protocol::{DeferredFile, InputFile, Response};
-use crate::worker::AnalysisWorker;
 
 /// Where the failure worker's loader is, relative to the analysis worker (beside it).
 const FAILURE_LOADER: &str = "./failure-worker.js";
@@ -25,11 +23,11 @@ pub struct FailureLink {
 }
 
 impl FailureLink {
-    /// Starts the failure worker; its answers go to `client` (the page).
-    pub fn start(scope: &WorkerScope<AnalysisWorker>, client: HandlerId) -> Result<Self, String> {
+    /// Starts the failure worker; its answers go to `respond` (which passes them to the page).
+    pub fn start(respond: impl Fn(Response) + Clone + 'static) -> Result<Self, String> {
         let worker = web_sys::Worker::new(FAILURE_LOADER).map_err(|e| format!("{e:?}"))?;
         let on_message = {
-            let scope = scope.clone();
+            let respond = respond.clone();
             Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |event: web_sys::MessageEvent| {
                 let data = event.data();
                 let get =
@@ -42,19 +40,13 @@ impl FailureLink {
                         Some(get("error").as_string().unwrap_or_else(|| "the failure reader gave no answer".into()))
                     }
                 };
-                scope.respond(client, Response::FailureRead { job, payload, error });
+                respond(Response::FailureRead { job, payload, error });
             })
         };
-        let on_error = {
-            let scope = scope.clone();
-            Closure::<dyn Fn(web_sys::Event)>::new(move |_: web_sys::Event| {
-                let error = Some("the failure reader could not start (seqskew-failure.js did not load)".to_owned());
-                scope.respond(
-                    client,
-                    Response::FailureRead { job: None, payload: wasm_bindgen::JsValue::UNDEFINED, error },
-                );
-            })
-        };
+        let on_error = Closure::<dyn Fn(web_sys::Event)>::new(move |_: web_sys::Event| {
+            let error = Some("the failure reader could not start (seqskew-failure.js did not load)".to_owned());
+            respond(Response::FailureRead { job: None, payload: wasm_bindgen::JsValue::UNDEFINED, error });
+        });
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         Ok(FailureLink { worker, _on_message: on_message, _on_error: on_error })

@@ -3,7 +3,9 @@
 
 pub mod app;
 pub mod bench;
+mod clipboard;
 pub mod components;
+mod download;
 pub mod failure_link;
 pub mod folders;
 pub mod hash;

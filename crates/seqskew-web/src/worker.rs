@@ -214,7 +214,11 @@ fn hand_on(
     let deferred = std::mem::take(&mut job.deferred);
     let sent = match link {
         Some(link) => link.send(job.id, &job.files, &deferred, end),
-        None => FailureLink::start(scope, client).and_then(|started| {
+        None => FailureLink::start({
+            let scope = scope.clone();
+            move |response| scope.respond(client, response)
+        })
+        .and_then(|started| {
             let sent = started.send(job.id, &job.files, &deferred, end);
             *link = Some(started);
             sent

@@ -82,7 +82,7 @@ mod components {
 
     use seqskew_core::analysis::Analysis;
     use seqskew_core::report::{Report, Signal, Verdict};
-    use seqskew_web::components::charts::Shared;
+    use seqskew_web::components::shared::Shared;
     use seqskew_web::components::verdict::{Props, VerdictPanel};
     use wasm_bindgen::JsCast;
     use wasm_bindgen_test::wasm_bindgen_test;

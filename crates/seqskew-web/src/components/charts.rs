@@ -12,21 +12,13 @@ use seqskew_plot::plotters::prelude::*;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
-use crate::app::download_url;
+use crate::components::canvas::canvas_width;
+use crate::components::shared::Shared;
 use crate::components::timeline::Timeline;
+use crate::download::download_url;
 use crate::hash::View;
 use crate::protocol::JobResult;
 use crate::state::AppState;
-
-/// Shared data compared by identity (the data is large; it never changes in place).
-#[derive(Clone, Debug)]
-pub struct Shared<T>(pub Rc<T>);
-
-impl<T> PartialEq for Shared<T> {
-    fn eq(&self, other: &Self) -> bool {
-        Rc::ptr_eq(&self.0, &other.0)
-    }
-}
 
 /// What a canvas shows.
 #[derive(Clone, Debug, PartialEq)]
@@ -72,11 +64,6 @@ pub struct ChartProps {
     pub description: AttrValue,
     #[prop_or_default]
     pub controls: Html,
-}
-
-/// Width of a canvas: its container's, so charts fill the page.
-pub fn canvas_width(canvas: &web_sys::HtmlCanvasElement) -> u32 {
-    canvas.parent_element().map_or(900, |p| p.client_width().max(320) as u32)
 }
 
 #[component(Chart)]

@@ -8,7 +8,7 @@ use seqskew_core::report::{Failure, GroupProgress, failure_title};
 use seqskew_core::text::compact_ranges;
 use yew::prelude::*;
 
-use crate::components::verdict::copy_to_clipboard;
+use crate::clipboard::copy_to_clipboard;
 use crate::state::FailureState;
 
 fn ranks(list: &[u32]) -> String {

@@ -16,8 +16,9 @@ use wasm_bindgen::{Clamped, JsCast, JsValue};
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData};
 use yew::prelude::*;
 
-use crate::app::download_url;
-use crate::components::charts::{Shared, canvas_width};
+use crate::components::canvas::canvas_width;
+use crate::components::shared::Shared;
+use crate::download::download_url;
 use crate::state::{Action, AppState};
 
 #[derive(Properties, PartialEq)]

@@ -6,8 +6,9 @@ use seqskew_core::analysis::Analysis;
 use seqskew_core::report::{Report, Signal, cause_title};
 use yew::prelude::*;
 
-use crate::components::charts::Shared;
+use crate::clipboard::copy_to_clipboard;
 use crate::components::file_list::problem;
+use crate::components::shared::Shared;
 
 #[derive(Properties, PartialEq)]
 pub struct Props {
@@ -67,14 +68,6 @@ fn evidence_row(s: &Signal) -> Html {
             <td>{&s.sentence}</td>
         </tr>
     }
-}
-
-pub fn copy_to_clipboard(text: String) {
-    let Some(window) = web_sys::window() else { return };
-    let promise = window.navigator().clipboard().write_text(&text);
-    wasm_bindgen_futures::spawn_local(async move {
-        let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
-    });
 }
 
 #[component(VerdictPanel)]
