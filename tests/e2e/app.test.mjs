@@ -109,6 +109,20 @@ test("first visit: the example's verdict, every view drawn, from a sub-path, not
     await page.screenshot({ path: join(SHOTS, `${id}.png`), fullPage: true });
   }
   assert.match(await page.url(), /#view=pipeline/, "the view is in the hash");
+  // A chart's title says what its own numbers say (which of the two step time follows, if
+  // either, with both correlations): the logic is unit-tested in seqskew-plot, this checks the
+  // page shows the computed title rather than a fixed one.
+  await showView(page, "scatter");
+  assert.match(
+    await page.locator("#chart-max-vs-mean h3").innerText(),
+    /^Step time follows (the (longest document|mean length)|neither the longest document) \(r = -?\d\.\d\d\),? (not|nor) the (longest document|mean length) \(r = -?\d\.\d\d\)$/,
+  );
+  // Help beside the drop zone: what to drop, for each question.
+  const help = page.locator("#drop-help");
+  await help.locator("summary").click();
+  for (const what of ["pt.trace.json", "step log", "nccl_trace_rank_N", "seqskew summarize"]) {
+    assert.ok((await help.innerText()).includes(what), `the help names ${what}`);
+  }
 });
 
 test("dropping the random-batching fixture: sequence-length imbalance", { skip: NO_SHARED }, async (t) => {

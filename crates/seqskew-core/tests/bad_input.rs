@@ -744,12 +744,14 @@ fn a_file_over_the_memory_limit_is_given_up_clearly() {
     let chrome = CHROME.replace(r#""traceEvents": ["#, &format!(r#""traceEvents": [{chrome_events}"#));
     let rows: String =
         (0..2_000).map(|i| format!("{{\"step\": {i}, \"rank\": 0, \"step_s\": 1.0, \"lengths\": [5, 6]}}\n")).collect();
+    // (file, content, its format, what the advice names for it): a step log is already the
+    // small form `summarize` writes, so its advice is the command line or a part of the log.
     let cases = [
-        ("big.pt.trace.json", kineto_plus(many_events.trim_end_matches(','))),
-        ("big.json", chrome.into_bytes()),
-        ("big.jsonl", rows.into_bytes()),
+        ("big.pt.trace.json", kineto_plus(many_events.trim_end_matches(',')), Format::Kineto, "seqskew summarize"),
+        ("big.json", chrome.into_bytes(), Format::ChromeTrace, "seqskew summarize"),
+        ("big.jsonl", rows.into_bytes(), Format::StepLogJsonl, "drop a part of it here"),
     ];
-    for (name, bytes) in cases {
+    for (name, bytes, format, advice) in cases {
         let mut over = FileIngest::new(name).with_memory_limit(16 << 10);
         for chunk in bytes.chunks(4096) {
             over.feed(chunk);
@@ -757,11 +759,14 @@ fn a_file_over_the_memory_limit_is_given_up_clearly() {
         assert!(over.is_rejected(), "{name}: still reading");
         let import = over.finish();
         assert!(import.workers.is_empty(), "{name}: {}", listing(&import));
+        assert_eq!(import.format, Some(format), "{name}: the file is still listed as what it is");
         let errors: Vec<&str> =
             import.diagnostics.iter().filter(|d| d.severity == Severity::Error).map(|d| d.message.as_str()).collect();
         assert!(
             errors.len() == 1
-                && errors.iter().all(|m| m.starts_with("too large to analyse here") && m.contains("seqskew summarize")),
+                && errors.iter().all(|m| m.starts_with("too large to analyse here")
+                    && m.contains("seqskew analyze")
+                    && m.contains(advice)),
             "{name}: {errors:?}"
         );
         let mut under = FileIngest::new(name).with_memory_limit(64 << 20);

@@ -54,7 +54,7 @@ pub use lane_span::LaneSpan;
 pub use pipeline::{PassView, PipelineData, StageRow, pipeline, pipeline_data};
 pub use plotters;
 pub use raster::{PixelRect, rasterize};
-pub use scatter::{XAxis, compute_vs_cost, max_vs_mean, step_time_scatter};
+pub use scatter::{XAxis, compute_vs_cost, max_vs_mean, max_vs_mean_title, step_time_scatter};
 pub use series::step_series;
 pub use timeline::{
     Hit, Lane, LaneStep, LaneSummary, PlotRect, TimelineData, TimelinePixels, TimelineRects, draw_rects, hit_test,

@@ -112,6 +112,34 @@ pub fn max_vs_mean<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, steps: &[S
     Ok(())
 }
 
+/// Below this Pearson's r neither feature is said to be followed: a conventional "moderate"
+/// correlation, so a title never claims a relation the points do not show.
+const FOLLOWS_R: f64 = 0.5;
+
+/// The title of [`max_vs_mean`], read from its points: which of the two features the step time
+/// follows, with both correlations ("Step time follows the longest document (r = 0.93), not
+/// the mean length (r = 0.12)"), so the heading states what the chart shows for this job.
+pub fn max_vs_mean_title(steps: &[StepView]) -> String {
+    let r_max = common::pearson(&step_points(steps, XAxis::MaxLength));
+    let r_mean = common::pearson(&step_points(steps, XAxis::MeanLength));
+    let (longest, mean) = (XAxis::MaxLength.short_name(), XAxis::MeanLength.short_name());
+    match (r_max, r_mean) {
+        (None, None) => format!("Step time against the {longest} and the {mean} (no lengths to correlate)"),
+        (Some(a), Some(b)) if a.max(b) < FOLLOWS_R => format!(
+            "Step time follows neither the {longest} ({}) nor the {mean} ({})",
+            r_label(Some(a)),
+            r_label(Some(b))
+        ),
+        (Some(a), Some(b)) if a >= b => {
+            format!("Step time follows the {longest} ({}), not the {mean} ({})", r_label(Some(a)), r_label(Some(b)))
+        }
+        (Some(a), Some(b)) => {
+            format!("Step time follows the {mean} ({}), not the {longest} ({})", r_label(Some(b)), r_label(Some(a)))
+        }
+        (a, b) => format!("Step time against the {longest} ({}) and the {mean} ({})", r_label(a), r_label(b)),
+    }
+}
+
 /// Each worker-step's compute time (y, seconds) against its predicted shard cost (x: seconds
 /// when `views.cost_is_model`, else raw Σ L² in tokens²), with the line and r.
 pub fn compute_vs_cost<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, views: &Views) -> Result<(), String> {

@@ -159,6 +159,28 @@ fn max_vs_mean_shows_both_correlations() {
     );
 }
 
+/// The chart's heading says which feature this job's step time follows, from its numbers; a
+/// job whose time follows neither, or has no lengths, is not said to follow one.
+#[test]
+fn max_vs_mean_title_reads_the_correlations() {
+    let swapped: Vec<StepView> =
+        steps().into_iter().map(|s| StepView { max_len: s.mean_len, mean_len: s.max_len, ..s }).collect();
+    // The longest document alternates between two lengths, against the trend of the times.
+    let flat: Vec<StepView> =
+        steps().into_iter().map(|s| StepView { max_len: 1000.0 + 30.0 * (s.step % 2) as f64, ..s }).collect();
+    let unknown: Vec<StepView> = steps().into_iter().map(|s| StepView { max_len: 0.0, mean_len: 0.0, ..s }).collect();
+    let cases = [
+        (steps(), "Step time follows the longest document (r = 0.98), not the mean length (r = 0.10)"),
+        (swapped, "Step time follows the mean length (r = 0.98), not the longest document (r = 0.10)"),
+        // x = 1030, 1000, 1030, 1000: Sxy = -7.5, Sxx = 900, r = -7.5 / √(900 · 0.1875) = -0.58.
+        (flat, "Step time follows neither the longest document (r = -0.58) nor the mean length (r = 0.10)"),
+        (unknown, "Step time against the longest document and the mean length (no lengths to correlate)"),
+    ];
+    for (steps, want) in cases {
+        assert_eq!(max_vs_mean_title(&steps), want);
+    }
+}
+
 #[test]
 fn compute_vs_cost_names_the_cost_it_uses() {
     let v = views();

@@ -8,6 +8,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::Closure;
 use yew::prelude::*;
 
+use crate::components::drop_help::DropHelp;
 use crate::components::drop_zone::{DropZone, on_input_change};
 use crate::components::failure::{self, FailurePanel};
 use crate::components::file_list;
@@ -287,6 +288,7 @@ pub fn app() -> Html {
                         <button onclick={export(false)} disabled={analysis.is_none()}>{"Report JSON"}</button>
                         <button onclick={export(true)} disabled={analysis.is_none()}>{"Report Markdown"}</button>
                     </nav>
+                    <DropHelp />
                 </header>
             }
             if let Some(error) = &state.error {

@@ -23,7 +23,8 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Event, EventKind, FileEvidence, LastOutput, clock, fix};
+use super::evidence::{Event, EventKind, FileEvidence, LastOutput};
+use super::{clock, fix};
 use crate::report::{FAILURE_CAUSES, Failure, FailureEvidence, FirstFailure, GroupProgress, RankProgress};
 
 /// An event with its file and its global rank, where known.

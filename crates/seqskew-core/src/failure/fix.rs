@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Event, EventKind};
+use super::evidence::{Event, EventKind};
 
 /// How to turn the Flight Recorder on, said wherever it would decide.
 pub const FLIGHT_RECORDER: &str = "rerun with `TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_FR_BUFFER_SIZE=2000 \

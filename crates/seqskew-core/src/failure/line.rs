@@ -4,7 +4,7 @@
 //! docs/formats.md with the source file of each); every parser here reads a single line, so
 //! it cannot lose its place in a log cut mid-way or joined from excerpts.
 
-use super::EventKind;
+use super::evidence::EventKind;
 
 /// Evidence lines are cut at this many characters (a traceback line can be megabytes).
 pub const MAX_TEXT: usize = 400;

@@ -12,8 +12,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use memchr::memmem;
 
+use super::clock;
+use super::evidence::{Event, EventKind, FileEvidence, LastOutput, file_rank};
 use super::line::{self, Prefixes, Said};
-use super::{Event, EventKind, FileEvidence, LastOutput, clock, file_rank};
 
 /// At most this many events are kept per file; the rest are counted.
 pub const MAX_EVENTS: usize = 4096;

@@ -17,6 +17,7 @@ pub mod clock;
 pub mod diagnose;
 #[cfg(feature = "failure")]
 pub mod dump;
+pub mod evidence;
 #[cfg(feature = "failure")]
 mod fix;
 pub mod flight;
@@ -32,192 +33,20 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "failure")]
 pub use diagnose::diagnose;
-
-/// True when the bytes start like a pickle of protocol 2..=5 (0x80 then 2..=5): what a Flight
-/// Recorder dump starts with (the sniffer's test).
-pub fn looks_like_pickle(prefix: &[u8]) -> bool {
-    matches!(prefix, [0x80, 2..=5, ..])
-}
+pub use evidence::{Event, EventKind, FileEvidence, LastOutput, file_rank, looks_like_pickle};
 
 /// What the failure readers make of a set of files: the diagnosis, and each file at a glance
 /// (its format and what was wrong with it). The browser's failure worker sends this to the page.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reading {
     pub failure: Option<crate::report::Failure>,
-    pub files: Vec<crate::import::FileSummary>,
+    pub files: Vec<crate::import::file_import::FileSummary>,
 }
 
 /// The [`Reading`] of imported files (their evidence moved, not copied: 4096 dumps' worth).
 #[cfg(feature = "failure")]
-pub fn reading(imports: Vec<crate::import::FileImport>) -> Reading {
-    let files = imports.iter().map(crate::import::FileImport::summary).collect();
+pub fn reading(imports: Vec<crate::import::file_import::FileImport>) -> Reading {
+    let files = imports.iter().map(crate::import::file_import::FileImport::summary).collect();
     let evidence: Vec<FileEvidence> = imports.into_iter().filter_map(|i| i.failure).collect();
     Reading { failure: diagnose(&evidence), files }
-}
-
-/// What one file says about a failure.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct FileEvidence {
-    pub file: String,
-    /// The global rank the whole file belongs to, where its name or layout says
-    /// (`nccl_trace_rank_3`, `rank3.log`, torchrun's `attempt_0/3/stderr.log` on one node).
-    pub file_rank: Option<u32>,
-    /// In line order. Bounded: past [`log::MAX_EVENTS`] they are counted in `events_dropped`.
-    pub events: Vec<Event>,
-    pub events_dropped: u64,
-    /// Global ranks that wrote lines to this file (from `[rankN]:`-style prefixes), sorted.
-    pub ranks_seen: Vec<u32>,
-    /// Lines read (logs) or 0 (dumps).
-    pub lines: u64,
-    /// Each rank's last line of its own output (not a failure message or a traceback), sorted
-    /// by rank; the rank is `None` for lines without a prefix (the file's rank, if any).
-    #[serde(default)]
-    pub last_output: Vec<LastOutput>,
-    /// The Flight Recorder dump, when the file is one.
-    pub flight: Option<flight::Dump>,
-}
-
-impl FileEvidence {
-    /// True when the file holds anything the diagnosis reads.
-    pub fn has_evidence(&self) -> bool {
-        !self.events.is_empty() || self.flight.is_some()
-    }
-}
-
-/// The last line a rank printed of its own: what it was doing when it went silent.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LastOutput {
-    pub rank: Option<u32>,
-    /// 1-based line number in the file.
-    pub line: u64,
-    pub text: String,
-}
-
-/// One line (or block) of a log that matters to a failure.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Event {
-    /// 1-based line number in the file (0 when the event is not from a line).
-    pub line: u64,
-    /// The global rank, from the line's prefix (`[rank3]:`, `[default3]:`, `3: `), a torchrun
-    /// failure block's `rank :` field, or the file's rank.
-    pub rank: Option<u32>,
-    /// The rank NCCL names (`[Rank N]`, `[PG ID … Rank N]`): within `pg`, not global.
-    pub pg_rank: Option<u32>,
-    /// The process group the message is about (`0`, or `0(default_pg)`), when it says.
-    pub pg: Option<String>,
-    /// Nanoseconds since the start of the line's year ([`clock`]), when the line has a time.
-    pub time_ns: Option<i64>,
-    pub kind: EventKind,
-    /// The line as shown to the user: prefixes kept, colours and carriage returns removed,
-    /// cut at [`line::MAX_TEXT`] characters.
-    pub text: String,
-    /// Where the exception was raised (`train.py:42 in step`), from the traceback above it.
-    pub at: Option<String>,
-}
-
-/// What a line says.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum EventKind {
-    /// A collective timed out (NCCL watchdog or blocking wait, gloo): a waiter's symptom.
-    Timeout { seq: Option<u64>, op: Option<String>, numel_in: Option<u64>, numel_out: Option<u64> },
-    /// The NCCL watchdog's process-group status: how far this rank had issued collectives.
-    Progress { failed_seq: Option<u64>, last_enqueued: u64, last_completed: Option<u64> },
-    /// "Received a dump signal … from rank N": N only detected a timeout first (the last
-    /// writer of a store key), never the culprit; the line also says this rank's progress.
-    DumpSignal { from_rank: Option<u32>, last_enqueued: Option<u64>, last_completed: Option<u64> },
-    /// The NCCL watchdog thread itself hung.
-    WatchdogStuck,
-    /// `TORCH_DISTRIBUTED_DEBUG=DETAIL` found ranks calling different collectives.
-    Mismatch,
-    /// This rank's collective received data of another size than it expected (gloo's
-    /// "Is there a distributed collective mismatch in your code?"): it called something else.
-    WrongCollective,
-    /// A peer went away (connection closed or reset, a remote NCCL error): a victim's symptom.
-    PeerLost,
-    /// A process ran out of (GPU or host) memory.
-    OutOfMemory,
-    /// A network or NCCL transport failure on this rank.
-    Network,
-    /// An exception that is none of the above: the rank failed on its own.
-    Exception { name: String },
-    /// A worker process ended (torchrun's failure report or exit lines).
-    Exit {
-        exitcode: i32,
-        signal: Option<String>,
-        local_rank: Option<u32>,
-        root_cause: bool,
-        /// The rank's error file as the block names it (its folder holds the rank's logs).
-        error_file: Option<String>,
-    },
-    /// The agent stopped a worker because another failed (SIGTERM from torchrun).
-    TornDown,
-}
-
-impl EventKind {
-    /// Symptoms of waiting on or losing another rank, never a cause of their own.
-    pub fn is_collateral(&self) -> bool {
-        match self {
-            EventKind::Timeout { .. }
-            | EventKind::Progress { .. }
-            | EventKind::DumpSignal { .. }
-            | EventKind::PeerLost
-            | EventKind::TornDown => true,
-            EventKind::Exit { exitcode, signal, .. } => exit_is_collateral(*exitcode, signal.as_deref()),
-            _ => false,
-        }
-    }
-}
-
-/// SIGTERM (and SIGINT) are what the agent sends the survivors; a clean exit is not a failure.
-fn exit_is_collateral(exitcode: i32, signal: Option<&str>) -> bool {
-    exitcode == 0 || exitcode == -15 || exitcode == -2 || matches!(signal, Some("SIGTERM" | "SIGINT"))
-}
-
-/// The rank a file's name or place says: `nccl_trace_rank_3`, `rank3.log`, `rank-3.txt`,
-/// `worker_3.err`, or torchrun's `--log-dir` layout `attempt_0/3/stderr.log` (a local rank,
-/// equal to the global one on a single node).
-pub fn file_rank(path: &str) -> Option<u32> {
-    let mut parts = path.rsplit(['/', '\\']);
-    let name = parts.next()?;
-    let parent = parts.next();
-    let grandparent = parts.next();
-    if let (Some(dir), Some(attempt)) = (parent, grandparent)
-        && attempt.starts_with("attempt_")
-        && let Ok(rank) = dir.parse()
-    {
-        return Some(rank);
-    }
-    let stem = name.split('.').next()?;
-    let lower = stem.to_ascii_lowercase();
-    for marker in ["rank", "worker", "proc"] {
-        if let Some(at) = lower.rfind(marker) {
-            let tail = lower.get(at + marker.len()..)?.trim_start_matches(['_', '-']);
-            if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) {
-                return tail.parse().ok();
-            }
-        }
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_ranks_from_file_layouts() {
-        let cases = [
-            ("/tmp/nccl_trace_rank_3", Some(3)),
-            ("logs/rank12.log", Some(12)),
-            ("logs/rank-2.txt.gz", Some(2)),
-            ("run/attempt_0/5/stderr.log", Some(5)),
-            ("worker_7.err", Some(7)),
-            ("console.log", None),
-            ("ranks.txt", None),
-        ];
-        for (path, rank) in cases {
-            assert_eq!(file_rank(path), rank, "{path}");
-        }
-    }
 }

@@ -1338,7 +1338,7 @@ mod tests {
     fn a_flight_recorder_dump_in_every_protocol() {
         for (p, bytes) in all_protocols().iter().enumerate() {
             assert_eq!(decoded(bytes), Ok(flight_recorder()), "protocol {p}");
-            assert_eq!(super::super::looks_like_pickle(bytes), p >= 2, "protocol {p}");
+            assert_eq!(crate::failure::evidence::looks_like_pickle(bytes), p >= 2, "protocol {p}");
         }
         let tree = decode(FR_P2).unwrap();
         let dump = tree.root();

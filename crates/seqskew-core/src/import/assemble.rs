@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::FileImport;
+use super::file_import::FileImport;
 use crate::diag::{Diagnostic, Severity};
 use crate::model::{Job, Nanos, Worker};
 
@@ -14,7 +14,7 @@ pub struct Assembled {
     /// Job-level findings (file-level ones stay with their [`FileImport`]).
     pub diagnostics: Vec<Diagnostic>,
     /// What the files' logs and dumps say about a failure, in file order.
-    pub failures: Vec<crate::failure::FileEvidence>,
+    pub failures: Vec<crate::failure::evidence::FileEvidence>,
 }
 
 /// Moves every time of a worker by `delta` nanoseconds.

@@ -16,9 +16,9 @@ use super::events::{EventPlace, Interest, RawArgs, RawEvent, TraceBuilder};
 use super::json;
 use super::names::{NameCache, collective_op, is_backward, kind_from_words, parse_coords};
 use super::numbers::to_u64;
+use super::parser::vec_bytes;
 use super::timeline::{Piece, bucket, partition};
 use super::trace_event::RawText;
-use super::vec_bytes;
 use crate::diag::{DiagnosticSink, Severity};
 use crate::model::{
     Collective, CollectiveOp, Coords, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep,
@@ -570,10 +570,13 @@ mod tests {
             ]);
         }
         let trace = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
-        let import = crate::import::import_bytes("merged.json", trace.as_bytes());
+        use crate::import::parser::ContentParser;
+        let mut diags = DiagnosticSink::new("merged.json");
+        let mut document = Box::new(crate::import::events::TraceDocument::new(ChromeBuilder::new("merged.json")));
+        document.feed(trace.as_bytes(), &mut diags);
+        let (workers, _) = document.finish(&mut diags);
         // Per rank and step: (compute, communication, optimizer) in µs, and its collectives.
-        let seen: Vec<(u32, u64, [Nanos; 3], usize)> = import
-            .workers
+        let seen: Vec<(u32, u64, [Nanos; 3], usize)> = workers
             .iter()
             .flat_map(|w| {
                 w.steps.iter().map(|s| {

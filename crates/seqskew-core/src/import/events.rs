@@ -9,8 +9,9 @@
 use serde_json::value::RawValue;
 
 use super::json::{self, ScanError};
+use super::parser::{ContentParser, ImportStats};
+use super::sniff::BOM;
 pub use super::trace_event::{EventPlace, Interest, RawArgs, RawEvent, Read};
-use super::{BOM, ContentParser, ImportStats};
 use crate::diag::{DiagnosticSink, Location, Severity};
 use crate::model::Worker;
 

@@ -1,10 +1,11 @@
 //! The failure inputs as content parsers: logs, elastic error files, Flight Recorder dumps.
 //! They make no workers; what they read is the file's [`FileEvidence`].
 
-use super::{ContentParser, ImportStats};
+use super::parser::{ContentParser, ImportStats};
 use crate::diag::{DiagnosticSink, Severity};
+use crate::failure::evidence::{Event, EventKind, FileEvidence};
 use crate::failure::line;
-use crate::failure::{Event, EventKind, FileEvidence, clock, dump, log, pickle};
+use crate::failure::{clock, dump, log, pickle};
 use crate::model::Worker;
 
 /// Any text: a console, a per-rank log, a terminal paste.
@@ -94,7 +95,7 @@ impl DocumentParser {
     }
 
     fn read(&self) -> Result<FileEvidence, String> {
-        let file_rank = crate::failure::file_rank(&self.file);
+        let file_rank = crate::failure::evidence::file_rank(&self.file);
         let evidence = |events, flight| FileEvidence {
             file: self.file.clone(),
             file_rank,

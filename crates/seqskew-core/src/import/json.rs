@@ -916,7 +916,7 @@ mod tests {
     }
 
     fn xorshift() -> impl FnMut() -> u64 {
-        super::super::xorshift(0x2545_f491_4f6c_dd1d)
+        crate::import::test_rng::xorshift(0x2545_f491_4f6c_dd1d)
     }
 
     #[test]

@@ -18,9 +18,9 @@ use super::names::{
     NameCache, collective_op, is_attention, is_backend_collective, is_backward, pipeline_pass, rank_from_file_name,
 };
 use super::numbers::{digits, leading_digits, list_of_u32, to_nanos, to_u64};
+use super::parser::{vec_bytes, world_size_above_rank};
 use super::timeline::{Piece, bucket, partition};
 use super::trace_event::{RawArgs, RawText, Str};
-use super::{vec_bytes, world_size_above_rank};
 use crate::diag::{DiagnosticSink, Severity};
 use crate::model::{
     Collective, CollectiveOp, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep,

@@ -11,170 +11,34 @@ mod chrome;
 mod events;
 #[cfg(feature = "failure")]
 mod failure_input;
+pub mod file_import;
 mod gzip;
 mod json;
 mod kineto;
 mod names;
 mod numbers;
+mod parser;
 mod sniff;
 mod steplog;
 mod swar;
+#[cfg(test)]
+mod test_rng;
 mod timeline;
 mod trace_event;
 
-use serde::{Deserialize, Serialize};
-
-use crate::diag::{Diagnostic, DiagnosticSink, Location, Severity};
+use crate::diag::{DiagnosticSink, Severity};
+#[cfg(not(feature = "failure"))]
 use crate::model::Worker;
 #[cfg(feature = "failure")]
 use failure_input::Document;
 
 pub use assemble::{Assembled, assemble, assemble_owned, measure_transfers};
-pub use sniff::{Format, sniff};
+pub use file_import::{FileImport, FileSummary, SpanCounts};
+use parser::ContentParser;
+pub use parser::ImportStats;
+pub use sniff::{Format, SNIFF_BYTES, sniff};
 pub use steplog::STEPLOG_VERSION;
 pub use timeline::{Piece, partition};
-
-/// What came out of one file.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct FileImport {
-    /// The name the user knows the file by (path or file name).
-    pub file: String,
-    /// `None` when the format was not recognised.
-    pub format: Option<Format>,
-    pub compressed: bool,
-    /// Sorted by rank.
-    pub workers: Vec<Worker>,
-    pub stats: ImportStats,
-    pub diagnostics: Vec<Diagnostic>,
-    /// What a log, an error file or a Flight Recorder dump says about a failure. Not sent
-    /// between workers: the reader that has the `failure` feature diagnoses where it reads.
-    #[serde(skip)]
-    pub failure: Option<crate::failure::FileEvidence>,
-}
-
-impl FileImport {
-    /// True when the file yielded something to analyse: steps, or a readable log or dump (a
-    /// log that shows no failure still answers "no failure found").
-    pub fn is_usable(&self) -> bool {
-        self.workers.iter().any(|w| !w.steps.is_empty()) || self.failure.is_some()
-    }
-
-    /// What `seqskew inspect` and the app's file list show of a file.
-    pub fn summary(&self) -> FileSummary {
-        let mut steps: Vec<u64> = self.workers.iter().flat_map(|w| w.steps.iter().map(|s| s.step)).collect();
-        steps.sort_unstable();
-        steps.dedup();
-        let with_steps = self.workers.iter().filter(|w| !w.steps.is_empty());
-        // Unknown ranks (assigned when the job is assembled) are counted, not listed.
-        let mut ranks: Vec<u32> = with_steps.clone().map(|w| w.rank).filter(|&r| r != u32::MAX).collect();
-        ranks.sort_unstable();
-        let sequences =
-            self.workers.iter().flat_map(|w| w.steps.iter().map(|s| s.sequences.knowledge)).max().unwrap_or_default();
-        let micro_batches = self.workers.iter().flat_map(|w| w.steps.iter().map(|s| s.micro_batches.len())).max();
-        FileSummary {
-            path: self.file.clone(),
-            format: self.format,
-            compressed: self.compressed,
-            bytes: self.stats.bytes_in,
-            workers: with_steps.count(),
-            ranks,
-            steps: steps.len(),
-            first_step: steps.first().copied(),
-            last_step: steps.last().copied(),
-            spans: SpanCounts { kept: self.stats.kept, skipped: self.stats.skipped },
-            has_sequence_lengths: sequences != crate::model::SequenceKnowledge::Unknown,
-            sequences,
-            micro_batches: micro_batches.unwrap_or(0),
-            diagnostics: self.diagnostics.clone(),
-        }
-    }
-}
-
-/// A file at a glance (the `files[]` entries of `seqskew inspect --json`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FileSummary {
-    pub path: String,
-    /// `null` when the format was not recognised.
-    pub format: Option<Format>,
-    pub compressed: bool,
-    /// The file's bytes as given (compressed when gzipped); all of a file given up early when
-    /// its reader knew its size ([`FileIngest::finish_of_size`]: the command line, the browser).
-    pub bytes: u64,
-    pub workers: usize,
-    pub ranks: Vec<u32>,
-    pub steps: usize,
-    pub first_step: Option<u64>,
-    pub last_step: Option<u64>,
-    pub spans: SpanCounts,
-    pub has_sequence_lengths: bool,
-    pub sequences: crate::model::SequenceKnowledge,
-    /// The most micro-batches any of its worker-steps names (0: none; a Kineto trace names them
-    /// only where its pipeline schedule annotates its passes).
-    #[serde(default)]
-    pub micro_batches: usize,
-    pub diagnostics: Vec<Diagnostic>,
-}
-
-/// Trace events (or step-log rows) that went into the model, and those that did not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SpanCounts {
-    pub kept: u64,
-    pub skipped: u64,
-}
-
-/// Counts for `seqskew inspect` and for the benchmark.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ImportStats {
-    /// Bytes as given (compressed when gzipped).
-    pub bytes_in: u64,
-    /// Bytes of content after decompression.
-    pub bytes: u64,
-    /// Records read: trace events, or step-log rows.
-    pub records: u64,
-    /// Records that contributed to the model.
-    pub kept: u64,
-    /// Records skipped as irrelevant (python_function, metadata ...) or unusable.
-    pub skipped: u64,
-}
-
-/// A format parser fed with decompressed content.
-trait ContentParser {
-    /// Consumes a chunk of content; `chunk` follows the previous chunk directly.
-    fn feed(&mut self, chunk: &[u8], diags: &mut DiagnosticSink);
-    /// End of content: turn what was gathered into workers.
-    fn finish(self: Box<Self>, diags: &mut DiagnosticSink) -> (Vec<Worker>, ImportStats);
-    /// About how many bytes of memory the parser holds (what it has gathered and its buffers).
-    fn held_bytes(&self) -> usize;
-    /// At the end of content, before [`finish`](Self::finish): what the file says about a
-    /// failure (logs, error files and dumps; traces and step logs say nothing).
-    fn take_failure(&mut self, _diags: &mut DiagnosticSink) -> Option<crate::failure::FileEvidence> {
-        None
-    }
-}
-
-/// The memory a vector's elements take (not what they point to).
-fn vec_bytes<T>(v: &Vec<T>) -> usize {
-    v.capacity().saturating_mul(size_of::<T>())
-}
-
-/// The job's rank count an input gives (`field` names where), kept when it is above the
-/// worker's rank; a count no larger than the rank cannot be the job's, and is dropped with a
-/// warning at `location`.
-fn world_size_above_rank(
-    world_size: Option<u32>,
-    rank: Option<u32>,
-    field: &str,
-    location: Option<Location>,
-    diags: &mut DiagnosticSink,
-) -> Option<u32> {
-    world_size.filter(|&w| match rank {
-        Some(r) if r >= w => {
-            diags.push(Severity::Warning, location, format!("{field} {w} is not above its rank {r}; ignored"));
-            false
-        }
-        _ => true,
-    })
-}
 
 fn parser_for(format: Format, file: &str) -> Box<dyn ContentParser> {
     match format {
@@ -213,12 +77,6 @@ impl ContentParser for Deferred {
     }
 }
 
-/// The UTF-8 byte order mark: not content, but editors write it before JSON and CSV.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
-
-/// How many content bytes the sniffer looks at before deciding.
-pub const SNIFF_BYTES: usize = 1024;
-
 /// How much a native reader feeds [`FileIngest`] at a time (it takes any size). Small enough
 /// that the bytes a read copies are still in the core's cache when they are parsed (8 MiB
 /// pieces read slower in interleaved runs). (The browser feeds 32 MiB `Blob` slices, whose
@@ -229,7 +87,9 @@ pub const READ_CHUNK: usize = 256 << 10;
 enum Content {
     Sniffing(Vec<u8>),
     Parsing(Format, Box<dyn ContentParser>),
-    Rejected,
+    /// Given up: unrecognised (no format), or recognised and then over the memory limit (the
+    /// file is still listed as what it is).
+    Rejected(Option<Format>),
 }
 
 /// Imports one file from chunks of bytes.
@@ -314,7 +174,7 @@ impl FileIngest {
 
     /// True once the file is known to be unusable, so the caller can stop reading it.
     pub fn is_rejected(&self) -> bool {
-        matches!(self.content, Content::Rejected)
+        matches!(self.content, Content::Rejected(_))
     }
 
     /// False once no more of the file is needed: it was given up, or it is a failed job's
@@ -324,7 +184,7 @@ impl FileIngest {
         match &self.content {
             Content::Sniffing(_) => true,
             Content::Parsing(format, _) => cfg!(feature = "failure") || !format.is_failure_input(),
-            Content::Rejected => false,
+            Content::Rejected(_) => false,
         }
     }
 
@@ -357,12 +217,13 @@ impl FileIngest {
         }
         self.bytes += content.len() as u64;
         match &mut self.content {
-            Content::Parsing(_, parser) => {
+            Content::Parsing(format, parser) => {
                 parser.feed(content, &mut self.diags);
                 if let Some(limit) = self.memory_limit
                     && parser.held_bytes() > limit
                 {
-                    self.give_up_over_limit(limit);
+                    let format = *format;
+                    self.give_up_over_limit(format, limit);
                 }
             }
             // A first piece big enough to sniff is parsed where it lies (not copied).
@@ -374,25 +235,37 @@ impl FileIngest {
                     self.start_parsing(&buf);
                 }
             }
-            Content::Rejected => {}
+            Content::Rejected(_) => {}
         }
     }
 
-    fn give_up_over_limit(&mut self, limit: usize) {
+    fn give_up_over_limit(&mut self, format: Format, limit: usize) {
         let gib = |b: f64| b / f64::from(1u32 << 30);
+        let (what, advice) = if matches!(format, Format::StepLogJsonl | Format::StepLogCsv) {
+            (
+                "its rows",
+                "analyse it with the command line (`seqskew analyze FILE`), or drop a part of it here \
+                 (fewer steps, or the ranks of one data-parallel group)",
+            )
+        } else {
+            (
+                "its events",
+                "analyse it with the command line (`seqskew analyze FILE`), or turn it into a small step log \
+                 there (`seqskew summarize FILE -o steps.jsonl`) and drop that",
+            )
+        };
         self.diags.push(
             Severity::Error,
             None,
             format!(
-                "too large to analyse here: after {:.2} GiB of content its events need more than the {:.1} GiB \
-                 of memory one file may take; analyse it with the command line (`seqskew analyze`), or turn it \
-                 into a small step log there (`seqskew summarize FILE -o steps.jsonl`) and drop that",
+                "too large to analyse here: after {:.2} GiB of content {what} need more than the {:.1} GiB \
+                 of memory one file may take; {advice}",
                 gib(self.bytes as f64),
                 gib(limit as f64)
             ),
         );
-        // Dropping the parser frees what it held.
-        self.content = Content::Rejected;
+        // Dropping the parser frees what it held; the file stays listed as its format.
+        self.content = Content::Rejected(Some(format));
     }
 
     fn start_parsing(&mut self, sniffed: &[u8]) {
@@ -405,7 +278,7 @@ impl FileIngest {
             }
             Err(why) => {
                 self.diags.push(Severity::Error, None, why);
-                self.content = Content::Rejected;
+                self.content = Content::Rejected(None);
                 // What the sniffer examined, however the chunks fell.
                 self.bytes = self.bytes.min(SNIFF_BYTES as u64);
             }
@@ -445,19 +318,21 @@ impl FileIngest {
                         if self.bytes_in == 0 { "the file is empty (0 bytes)" } else { "the file has no content" };
                     self.diags.push(Severity::Error, None, what);
                 }
-                self.content = Content::Rejected;
+                self.content = Content::Rejected(None);
             } else {
                 self.start_parsing(&buf);
             }
         }
         let compressed = self.gzip.is_some();
-        let (format, workers, mut stats, failure) = match std::mem::replace(&mut self.content, Content::Rejected) {
+        let (format, workers, mut stats, failure) = match std::mem::replace(&mut self.content, Content::Rejected(None))
+        {
             Content::Parsing(format, mut parser) => {
                 let failure = parser.take_failure(&mut self.diags);
                 let (workers, stats) = parser.finish(&mut self.diags);
                 (Some(format), workers, stats, failure)
             }
-            Content::Sniffing(_) | Content::Rejected => (None, Vec::new(), ImportStats::default(), None),
+            Content::Rejected(format) => (format, Vec::new(), ImportStats::default(), None),
+            Content::Sniffing(_) => (None, Vec::new(), ImportStats::default(), None),
         };
         stats.bytes_in = self.bytes_in;
         stats.bytes = self.bytes;
@@ -488,7 +363,7 @@ pub fn is_input_file_name(path: &str) -> bool {
     let name = name.strip_suffix(".gz").unwrap_or(&name);
     const EXTENSIONS: [&str; 9] = [".json", ".jsonl", ".csv", ".log", ".txt", ".out", ".err", ".pkl", ".pickle"];
     EXTENSIONS.iter().any(|ext| name.ends_with(ext))
-        || (!name.contains('.') && crate::failure::file_rank(name).is_some())
+        || (!name.contains('.') && crate::failure::evidence::file_rank(name).is_some())
 }
 
 /// Imports a whole file held in memory (tests, small inputs).
@@ -496,15 +371,4 @@ pub fn import_bytes(file: &str, bytes: &[u8]) -> FileImport {
     let mut ingest = FileIngest::new(file);
     ingest.feed(bytes);
     ingest.finish()
-}
-
-/// A seeded xorshift generator: the importers' randomised tests draw their cases from it.
-#[cfg(test)]
-fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
-    move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    }
 }

@@ -227,7 +227,7 @@ pub fn seconds_to_nanos(raw: &str) -> Result<Nanos, NumberProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::import::xorshift;
+    use crate::import::test_rng::xorshift;
 
     #[test]
     fn microseconds_become_exact_nanoseconds() {

@@ -79,13 +79,19 @@ const KINETO_MARKERS: &[&str] = &[
     "\"process_labels\"",
 ];
 
-/// Decides the format of content from its first bytes (at least [`super::SNIFF_BYTES`] unless the
+/// The UTF-8 byte order mark: not content, but editors write it before JSON and CSV.
+pub(super) const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// How many content bytes the sniffer looks at before deciding.
+pub const SNIFF_BYTES: usize = 1024;
+
+/// Decides the format of content from its first bytes (at least [`SNIFF_BYTES`] unless the
 /// content is shorter). The error explains what the content looks like instead.
 pub fn sniff(head: &[u8]) -> Result<Format, String> {
-    if crate::failure::looks_like_pickle(head) {
+    if crate::failure::evidence::looks_like_pickle(head) {
         return Ok(Format::FlightRecorder);
     }
-    let text = head.strip_prefix(super::BOM).unwrap_or(head);
+    let text = head.strip_prefix(BOM).unwrap_or(head);
     let start = text.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(text.len());
     let text = text.get(start..).unwrap_or_default();
     let Some(&first) = text.first() else {
@@ -144,7 +150,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 /// A step log's first line is a complete, small JSON object with a `step` key.
 fn is_steplog_jsonl(text: &[u8]) -> bool {
     let line = text.split(|&b| b == b'\n').next().unwrap_or_default();
-    if line.len() == text.len() && text.len() >= super::SNIFF_BYTES {
+    if line.len() == text.len() && text.len() >= SNIFF_BYTES {
         // The first line goes on beyond what we saw: a one-line trace, or a step-log row with a
         // very long list of lengths. A row names its step and rank among its first keys.
         let opening = text.get(..256).unwrap_or(text);

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use super::json::{self, ScanError};
 use super::numbers::{list_of_u32, seconds_to_nanos, to_u64};
-use super::{BOM, ContentParser, ImportStats, world_size_above_rank};
+use super::parser::{ContentParser, ImportStats, world_size_above_rank};
+use super::sniff::BOM;
 use crate::diag::{DiagnosticSink, Location, Severity};
 use crate::model::{
     Collective, CollectiveOp, Coords, KindTotals, MicroBatch, Nanos, SequenceKnowledge, Sequences, Span, SpanKind,

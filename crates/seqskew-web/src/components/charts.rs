@@ -137,7 +137,7 @@ fn scatter_view(props: &ScatterProps) -> Html {
     let v = props.analysis.clone();
     html! {
         <>
-            <Chart kind={ChartKind::MaxVsMean(v.clone())} title="Step time follows the longest document, not the mean" name="max-vs-mean" height={380}
+            <Chart kind={ChartKind::MaxVsMean(v.clone())} title={seqskew_plot::max_vs_mean_title(&v.0.views.steps)} name="max-vs-mean" height={380}
                 description="Two scatter plots of step time against the longest and the mean document length of each step's global batch, with fit lines and correlations." />
             <Chart kind={ChartKind::StepScatter(v.clone(), *axis)} title="Step time against a feature of the batch" name="step-time-scatter" height={380}
                 description="Scatter plot of step time against the chosen feature of each step's batch, with a fit line and its correlation." controls={controls} />

@@ -3,6 +3,7 @@
 
 mod canvas;
 pub mod charts;
+pub mod drop_help;
 pub mod drop_zone;
 pub mod failure;
 pub mod file_list;
