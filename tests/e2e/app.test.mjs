@@ -125,6 +125,42 @@ test("first visit: the example's verdict, every view drawn, from a sub-path, not
   }
 });
 
+// The gallery's presets and the cause each was made with (crates/seqskew-sim/src/config.rs):
+// the simulator shares the diagnosis's assumptions, so this guards the page's wiring and
+// regressions, not accuracy on real jobs. "mixed" has two causes at once: either may lead.
+const GALLERY = [
+  ["seqlen-imbalance", ["sequence_length_imbalance"]],
+  ["seqlen-balanced", ["balanced"]],
+  ["slow-worker", ["slow_worker"]],
+  ["stage-imbalance", ["pipeline_stage_imbalance"]],
+  ["comm-bound", ["communication"]],
+  ["gc-stalls", ["host_stall"]],
+  ["balanced", ["balanced"]],
+  ["mixed", ["sequence_length_imbalance", "slow_worker"]],
+];
+
+test("the gallery: an example job per cause, made in the page, each with the verdict it was made for; a link opens one", async (t) => {
+  const { page, guard } = await open(t, "#example=slow-worker");
+  assert.equal(await verdictFor(page, ["slow-worker.trace.json"]), "slow_worker", "the link's example is shown first");
+  const gallery = page.locator("#gallery");
+  await gallery.locator("summary").click();
+  const listed = await gallery.locator("button[data-example]").evaluateAll((b) => b.map((x) => x.dataset.example));
+  assert.deepEqual(listed, GALLERY.map(([name]) => name), "one button per preset");
+  for (const [name, causes] of GALLERY) {
+    await gallery.locator(`button[data-example="${name}"]`).click();
+    const cause = await verdictFor(page, [`${name}.trace.json`]);
+    assert.ok(causes.includes(cause), `${name}: ${cause}, made as ${causes.join(" or ")}`);
+    assert.match(await page.url(), new RegExp(`#.*example=${name}(&|$)`), `${name} is in the link`);
+  }
+  assert.deepEqual(guard.violations, [], "nothing downloaded");
+});
+
+test("a link naming an example the page does not have says so", async (t) => {
+  const { page } = await open(t, "#example=nope");
+  await page.waitForSelector(".banner.error");
+  assert.match(await page.locator(".banner.error").innerText(), /"nope", which this page does not have/);
+});
+
 test("dropping the random-batching fixture: sequence-length imbalance", { skip: NO_SHARED }, async (t) => {
   const { page } = await open(t);
   await verdictFor(page, ["seqlen-imbalance.trace.json"]);

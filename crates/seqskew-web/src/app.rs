@@ -12,6 +12,7 @@ use crate::components::drop_help::DropHelp;
 use crate::components::drop_zone::{DropZone, on_input_change};
 use crate::components::failure::{self, FailurePanel};
 use crate::components::file_list;
+use crate::components::gallery::{Gallery, preset_named};
 use crate::components::progress::ProgressBar;
 use crate::components::shared::Shared;
 use crate::components::verdict::VerdictPanel;
@@ -162,7 +163,14 @@ pub fn app() -> Html {
             Some(src) => state.dispatch(Action::Failed(format!(
                 "the link names {src:?}, which is not a relative same-origin URL; it was not loaded"
             ))),
-            None => start.emit((Load::Example(EXAMPLE), Role::Main)),
+            None => match state.nav.example.as_deref().map(|name| (name, preset_named(name))) {
+                None => start.emit((Load::Example(EXAMPLE), Role::Main)),
+                Some((_, Some(preset))) => start.emit((Load::Example(preset), Role::Main)),
+                Some((name, None)) => state.dispatch(Action::Failed(format!(
+                    "the link names the example {name:?}, which this page does not have; the examples are listed under \
+                     \"Example jobs\""
+                ))),
+            },
         });
     }
 
@@ -212,10 +220,16 @@ pub fn app() -> Html {
             }
         })
     };
-    let load_example = {
+    let pick_example = {
         let start = start.clone();
-        Callback::from(move |_: MouseEvent| start.emit((Load::Example(EXAMPLE), Role::Main)))
+        let state = state.clone();
+        Callback::from(move |preset: &'static str| {
+            let nav = HashState { view: state.nav.view, example: Some(preset.to_owned()), ..HashState::default() };
+            state.dispatch(Action::Navigate(nav));
+            start.emit((Load::Example(preset), Role::Main));
+        })
     };
+    let load_example = pick_example.reform(|_: MouseEvent| EXAMPLE);
     let load_fixed = {
         let start = start.clone();
         Callback::from(move |_: MouseEvent| start.emit((Load::Example(FIXED_EXAMPLE), Role::After)))
@@ -289,6 +303,7 @@ pub fn app() -> Html {
                         <button onclick={export(true)} disabled={analysis.is_none()}>{"Report Markdown"}</button>
                     </nav>
                     <DropHelp />
+                    <Gallery on_pick={pick_example} />
                 </header>
             }
             if let Some(error) = &state.error {

@@ -54,6 +54,8 @@ pub struct HashState {
     pub zoom: Option<(f64, f64)>,
     /// A same-origin relative URL of a trace to load.
     pub src: Option<String>,
+    /// A simulator preset to show instead of the default example (the gallery's links).
+    pub example: Option<String>,
 }
 
 /// Parses `#view=heatmap&step=12&worker=3&zoom=10.5-250&src=traces/run.json`; unknown or
@@ -74,13 +76,14 @@ pub fn parse(hash: &str) -> HashState {
                 })
             }
             "src" if !value.is_empty() => s.src = Some(value),
+            "example" if !value.is_empty() => s.example = Some(value),
             _ => {}
         }
     }
     s
 }
 
-/// The hash for a state (`src` is kept so a reload loads the same trace).
+/// The hash for a state (`src` and `example` are kept so a reload loads the same job).
 pub fn format(s: &HashState) -> String {
     let mut parts = vec![format!("view={}", s.view.id())];
     if let Some(step) = s.step {
@@ -94,6 +97,9 @@ pub fn format(s: &HashState) -> String {
     }
     if let Some(src) = &s.src {
         parts.push(format!("src={}", encode(src)));
+    }
+    if let Some(example) = &s.example {
+        parts.push(format!("example={}", encode(example)));
     }
     format!("#{}", parts.join("&"))
 }
@@ -150,9 +156,10 @@ mod tests {
             worker: Some(3),
             zoom: Some((10.5, 250.0)),
             src: Some("runs/a b.json".into()),
+            example: Some("slow-worker".into()),
         };
         assert_eq!(parse(&format(&s)), s);
-        let junk = parse("#view=nope&step=x&zoom=5_1&&=&src=");
+        let junk = parse("#view=nope&step=x&zoom=5_1&&=&src=&example=");
         assert_eq!(junk, HashState::default());
     }
 

@@ -123,8 +123,12 @@ impl AppState {
                             next.main = Some(r);
                             // A new run invalidates the old comparison and focus.
                             next.after = None;
-                            next.nav =
-                                HashState { view: self.nav.view, src: self.nav.src.clone(), ..HashState::default() };
+                            next.nav = HashState {
+                                view: self.nav.view,
+                                src: self.nav.src.clone(),
+                                example: self.nav.example.clone(),
+                                ..HashState::default()
+                            };
                             if next.nav.view == View::Compare {
                                 next.nav.view = View::Timeline;
                             }

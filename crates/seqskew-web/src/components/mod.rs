@@ -7,6 +7,7 @@ pub mod drop_help;
 pub mod drop_zone;
 pub mod failure;
 pub mod file_list;
+pub mod gallery;
 pub mod progress;
 pub mod shared;
 pub mod timeline;
