@@ -117,6 +117,9 @@ test("first visit: the example's verdict, every view drawn, from a sub-path, not
     await page.locator("#chart-max-vs-mean h3").innerText(),
     /^Step time follows (the (longest document|mean length)|neither the longest document) \(r = -?\d\.\d\d\),? (not|nor) the (longest document|mean length) \(r = -?\d\.\d\d\)$/,
   );
+  // The view opens on what the verdict weighs, the largest shard's cost, not on a feature it does not use.
+  assert.equal(await page.locator("#view-panel [id^=chart-]").first().getAttribute("id"), "chart-step-time-scatter");
+  assert.match(await page.locator("#chart-step-time-scatter h3").innerText(), /largest shard's Σ L²/);
   // Help beside the drop zone: what to drop, for each question.
   const help = page.locator("#drop-help");
   await help.locator("summary").click();

@@ -6,7 +6,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use seqskew_core::analysis::views::{StepView, Views};
 
-use crate::common::{self, DESC_SIZE, LABEL_SIZE, LineFit, err, least_squares, padded_range, r_label, short};
+use crate::common::{
+    self, DESC_SIZE, LABEL_SIZE, LineFit, err, least_squares, padded_range, r_label, tick_label, tick_step,
+};
 use crate::palette;
 
 /// Which per-step feature of the global batch goes on the x axis of [`step_time_scatter`].
@@ -214,6 +216,9 @@ fn thin(points: &[(f64, f64)], x: (f64, f64), y: (f64, f64)) -> Vec<(f64, f64)> 
         .collect()
 }
 
+/// At most this many labelled ticks per axis.
+const TICKS: usize = 6;
+
 fn scatter_with_fit<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     points: &[(f64, f64)],
@@ -228,6 +233,9 @@ fn scatter_with_fit<DB: DrawingBackend>(
     area.fill(&palette::WHITE).map_err(err)?;
     let fit: Option<LineFit> = least_squares(points);
     let caption = format!("{} ({})", spec.caption_prefix, r_label(fit.and_then(|f| f.r)));
+    // Labels as precise as their spacing: a nearly constant feature (the longest document
+    // capped at 16 384) has ticks 50 apart, which three significant digits would merge.
+    let (x_step, y_step) = (tick_step(&(x_range.0..x_range.1), TICKS), tick_step(&(y_range.0..y_range.1), TICKS));
     let mut chart = ChartBuilder::on(area)
         .caption(caption, common::text_style(common::CAPTION_SIZE))
         .margin(10)
@@ -239,10 +247,10 @@ fn scatter_with_fit<DB: DrawingBackend>(
         .configure_mesh()
         .light_line_style(palette::mix(palette::WHITE, palette::BLACK, 0.08))
         .bold_line_style(palette::mix(palette::WHITE, palette::BLACK, 0.16))
-        .x_labels(6)
-        .y_labels(6)
-        .x_label_formatter(&|v| short(*v))
-        .y_label_formatter(&|v| short(*v))
+        .x_labels(TICKS)
+        .y_labels(TICKS)
+        .x_label_formatter(&|v| tick_label(*v, x_step))
+        .y_label_formatter(&|v| tick_label(*v, y_step))
         .x_desc(spec.x_desc.as_str())
         .y_desc(spec.y_desc.as_str())
         .label_style(common::text_style(LABEL_SIZE))

@@ -181,6 +181,20 @@ fn max_vs_mean_title_reads_the_correlations() {
     }
 }
 
+/// A nearly constant feature (the longest document, capped) has ticks closer than three
+/// significant digits tell apart: every label must still differ (was "16.2k" twice).
+#[test]
+fn close_ticks_keep_distinct_labels() {
+    let capped: Vec<StepView> =
+        steps().into_iter().map(|s| StepView { max_len: 16_150.0 + 80.0 * s.step as f64, ..s }).collect();
+    let svg = render_svg(SIZE, |a| step_time_scatter(a, &capped, XAxis::MaxLength)).unwrap();
+    let numeric: Vec<String> = texts(&svg).into_iter().filter(|t| t.starts_with("16") && t.len() <= 7).collect();
+    assert!(numeric.len() >= 3, "{numeric:?}");
+    let mut distinct = numeric.clone();
+    distinct.dedup();
+    assert_eq!(distinct, numeric, "tick labels repeat");
+}
+
 #[test]
 fn compute_vs_cost_names_the_cost_it_uses() {
     let v = views();

@@ -109,12 +109,23 @@ pub fn chart(props: &ChartProps) -> Html {
     }
 }
 
+/// The title of the step-time scatter: its default x is the one the verdict's signal uses.
+fn scatter_title(axis: XAxis) -> String {
+    match axis {
+        XAxis::MaxSumSq => {
+            "Step time against the largest shard's Σ L² (its attention cost, which the verdict weighs)".to_owned()
+        }
+        other => format!("Step time against: {}", other.label().to_lowercase()),
+    }
+}
+
 #[derive(Properties, PartialEq)]
 struct ScatterProps {
     analysis: Shared<Analysis>,
 }
 
-/// Step time against a chosen x, beside the max-versus-mean pair and the compute-versus-cost scatter.
+/// Step time against a chosen x, first and by default against what the verdict weighs (the
+/// largest shard's Σ L²), then the max-versus-mean pair and the compute-versus-cost scatter.
 #[component(ScatterView)]
 fn scatter_view(props: &ScatterProps) -> Html {
     let axis = use_state(|| XAxis::MaxSumSq);
@@ -137,10 +148,10 @@ fn scatter_view(props: &ScatterProps) -> Html {
     let v = props.analysis.clone();
     html! {
         <>
+            <Chart kind={ChartKind::StepScatter(v.clone(), *axis)} title={scatter_title(*axis)} name="step-time-scatter" height={380}
+                description="Scatter plot of step time against the chosen feature of each step's batch, with a fit line and its correlation." controls={controls} />
             <Chart kind={ChartKind::MaxVsMean(v.clone())} title={seqskew_plot::max_vs_mean_title(&v.0.views.steps)} name="max-vs-mean" height={380}
                 description="Two scatter plots of step time against the longest and the mean document length of each step's global batch, with fit lines and correlations." />
-            <Chart kind={ChartKind::StepScatter(v.clone(), *axis)} title="Step time against a feature of the batch" name="step-time-scatter" height={380}
-                description="Scatter plot of step time against the chosen feature of each step's batch, with a fit line and its correlation." controls={controls} />
             <Chart kind={ChartKind::ComputeVsCost(v)} title="Per-worker compute against its shard's cost" name="compute-vs-cost" height={380}
                 description="Scatter plot of each worker-step's compute time against the cost its sequences should take." />
         </>
