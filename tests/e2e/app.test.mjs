@@ -364,6 +364,12 @@ test("the log of a job that succeeded: no failure found, no guess", async (t) =>
   await page.waitForSelector("#failure .no-failure", { timeout: 90_000 });
   assert.match(await page.locator("#failure .no-failure").innerText(), /No failure found in console\.log/);
   assert.equal(await page.locator("#verdict").getAttribute("data-failure-cause"), null);
+  // No straggler verdict either, and the panel says why and what to drop instead.
+  assert.match(await page.locator("#verdict.empty").innerText(), /^No straggler verdict: logs .* hold no per-rank step timings.*What should I drop\?/s);
+  // A file that cannot be read: the panel names it and its problem.
+  await dropFiles(page, [{ name: "empty.json", bytes: Buffer.alloc(0) }]);
+  await page.waitForFunction(() => document.querySelector("#verdict.empty")?.innerText.includes("empty.json"), null, { timeout: 90_000 });
+  assert.match(await page.locator("#verdict.empty").innerText(), /^No verdict: nothing could be read\. empty\.json: the file is empty \(0 bytes\)/);
 });
 
 test("the bundle stays within its budget, gzipped", () => {

@@ -15,7 +15,7 @@ use crate::components::file_list;
 use crate::components::gallery::{Gallery, preset_named};
 use crate::components::progress::ProgressBar;
 use crate::components::shared::Shared;
-use crate::components::verdict::VerdictPanel;
+use crate::components::verdict::{self, VerdictPanel};
 use crate::components::views::ViewsPanel;
 use crate::download::download;
 use crate::hash::{self, HashState};
@@ -277,6 +277,10 @@ pub fn app() -> Html {
     let main = state.main.clone();
     let analysis = main.as_ref().and_then(|m| m.analysis.clone()).map(Shared);
     let files = main.as_ref().map(|m| m.file_names()).unwrap_or_default();
+    let why_none = verdict::why_no_verdict(
+        main.as_ref().map_or(&[][..], |m| m.files.as_slice()),
+        failure::hooks(&state.failure).is_some(),
+    );
     let is_example = files == format!("{EXAMPLE}.trace.json");
     html! {
         <DropZone on_files={on_files.clone()} class={classes!((*embed).then_some("embed"))}>
@@ -317,7 +321,7 @@ pub fn app() -> Html {
             }
             <FailurePanel failure={state.failure.clone()} />
             <VerdictPanel files={AttrValue::from(files)} analysis={analysis} pending={state.loading.is_some()} on_show_files={show_files}
-                failure={failure::hooks(&state.failure)} />
+                failure={failure::hooks(&state.failure)} why_none={why_none} />
             if let Some(main) = main {
                 <ViewsPanel state={state.clone()} main={main} after={state.after.clone()} embed={*embed} />
             }

@@ -128,6 +128,7 @@ mod components {
             pending: false,
             on_show_files: Callback::noop(),
             failure: None,
+            why_none: "".into(),
         })
         .await;
         let v = root.query_selector("#verdict").unwrap().expect("#verdict");
@@ -156,8 +157,15 @@ mod components {
             let shown = shown.clone();
             Callback::from(move |()| shown.set(true))
         };
-        let root =
-            render(Props { files: "a.json".into(), analysis, pending: false, on_show_files, failure: None }).await;
+        let root = render(Props {
+            files: "a.json".into(),
+            analysis,
+            pending: false,
+            on_show_files,
+            failure: None,
+            why_none: "".into(),
+        })
+        .await;
         let problems = root.query_selector("#verdict .input-problems").unwrap().expect("the input problems");
         assert_eq!(problems.query_selector_all("li").unwrap().length(), 5, "at most five, information left out");
         let text = problems.text_content().unwrap_or_default();
@@ -174,6 +182,7 @@ mod components {
             pending: false,
             on_show_files: Callback::noop(),
             failure: None,
+            why_none: "".into(),
         })
         .await;
         assert!(root.query_selector(".input-problems").unwrap().is_none(), "no problems, no list");
@@ -190,6 +199,7 @@ mod components {
                 pending: false,
                 on_show_files: Callback::noop(),
                 failure: None,
+                why_none: "".into(),
             })
             .await;
             let label = root.query_selector("#verdict .shares .share-label").unwrap().expect("a share");
@@ -212,6 +222,7 @@ mod components {
             pending: true,
             on_show_files: Callback::noop(),
             failure: None,
+            why_none: "".into(),
         })
         .await;
         let v = root.query_selector("#verdict").unwrap().expect("#verdict");

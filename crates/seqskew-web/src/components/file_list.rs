@@ -31,7 +31,7 @@ pub fn file_list(props: &Props) -> Html {
     let r = &props.result;
     html! {
         <section class="files" aria-label="Loaded files">
-            <h3>{format!("{} files: {} workers, {} steps", r.files.len(), r.workers, r.steps)}</h3>
+            <h3>{format!("{} file{}: {} workers, {} steps", r.files.len(), if r.files.len() == 1 { "" } else { "s" }, r.workers, r.steps)}</h3>
             <table>
                 <thead><tr><th scope="col">{"File"}</th><th scope="col">{"Size"}</th><th scope="col">{"Format"}</th><th scope="col">{"Workers"}</th><th scope="col">{"Steps"}</th><th scope="col">{"Sequence lengths"}</th><th scope="col">{"Micro-batches"}</th></tr></thead>
                 <tbody>

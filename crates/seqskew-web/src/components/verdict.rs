@@ -3,6 +3,8 @@
 //! `[data-failure-cause][data-initiating]` when the inputs show a failed job.
 
 use seqskew_core::analysis::Analysis;
+use seqskew_core::diag::Severity;
+use seqskew_core::import::{FileSummary, Format};
 use seqskew_core::report::{Report, Signal, cause_title};
 use yew::prelude::*;
 
@@ -23,6 +25,41 @@ pub struct Props {
     /// The failed job's cause and initiating ranks (`data-failure-cause`, `data-initiating`).
     #[prop_or_default]
     pub failure: Option<(AttrValue, AttrValue)>,
+    /// What the panel says when there is no verdict ([`why_no_verdict`]).
+    #[prop_or_default]
+    pub why_none: AttrValue,
+}
+
+/// Why there is no straggler verdict for these files, and what to drop instead: nothing dropped
+/// yet, a failure diagnosed from logs alone, files that could not be read (the first one named
+/// with its problem), or files that hold no training steps (logs without a failure, say).
+pub fn why_no_verdict(files: &[FileSummary], failure_found: bool) -> String {
+    const WHAT_TO_DROP: &str =
+        "To see why a job straggles, drop its profiler traces or a step log (\"What should I drop?\" above).";
+    let error =
+        |f: &FileSummary| f.diagnostics.iter().find(|d| d.severity == Severity::Error).map(|d| d.message.clone());
+    let unread: Vec<(&str, String)> = files.iter().filter_map(|f| Some((f.path.as_str(), error(f)?))).collect();
+    let logs_only = files.iter().all(|f| f.format.is_some_and(Format::is_failure_input) || error(f).is_some());
+    match (files.len(), unread.first()) {
+        (0, _) => "Drop traces to get a verdict.".to_owned(),
+        _ if failure_found => {
+            "No profiler trace or step log among the inputs, so no straggler verdict: the failure is diagnosed above."
+                .to_owned()
+        }
+        (n, Some((file, why))) if unread.len() == n => {
+            let others = match n {
+                1 => String::new(),
+                2 => " (and 1 more file)".to_owned(),
+                n => format!(" (and {} more files)", n - 1),
+            };
+            format!("No verdict: nothing could be read. {file}: {why}{others}. {WHAT_TO_DROP}")
+        }
+        _ if logs_only => format!(
+            "No straggler verdict: logs and Flight Recorder dumps hold no per-rank step timings, and no failure was \
+             found in them. {WHAT_TO_DROP}"
+        ),
+        _ => format!("No verdict: the files hold no training steps (see every file below). {WHAT_TO_DROP}"),
+    }
 }
 
 /// The most input problems the panel lists; the Files view has every one.
@@ -75,13 +112,7 @@ pub fn verdict_panel(props: &Props) -> Html {
     let copied = use_state(|| false);
     let (failure_cause, initiating) = props.failure.clone().unzip();
     let Some(r) = props.analysis.as_ref().map(|a| &a.0.report) else {
-        let message = match (props.pending, &props.failure) {
-            (true, _) => "Analysing…",
-            (false, Some(_)) => {
-                "No profiler trace or step log among the inputs, so no straggler verdict: the failure is diagnosed above."
-            }
-            (false, None) => "Drop traces to get a verdict.",
-        };
+        let message = if props.pending { AttrValue::from("Analysing…") } else { props.why_none.clone() };
         return html! {
             <section id="verdict" class="verdict empty" aria-live="polite" aria-busy={props.pending.to_string()}
                 data-failure-cause={failure_cause} data-initiating={initiating}>
@@ -165,5 +196,55 @@ pub fn verdict_panel(props: &Props) -> Html {
                 <button onclick={on_copy} aria-label="Copy the verification command">{ if *copied { "Copied" } else { "Copy" } }</button>
             </div>
         </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use seqskew_core::diag::Diagnostic;
+
+    use super::*;
+
+    fn file(path: &str, format: Option<Format>, error: Option<&str>) -> FileSummary {
+        FileSummary {
+            path: path.to_owned(),
+            format,
+            diagnostics: error.map(|e| Diagnostic::new(Severity::Error, path, None, e)).into_iter().collect(),
+            ..seqskew_core::import::FileImport::default().summary()
+        }
+    }
+
+    /// Each way of ending without a verdict says which it is and, where files were dropped,
+    /// what to drop instead.
+    #[test]
+    fn no_verdict_says_why() {
+        let empty = file("empty.json", None, Some("the file is empty (0 bytes)"));
+        let log = file("train.log", Some(Format::Log), None);
+        let step_log = file("steps.jsonl", Some(Format::StepLogJsonl), Some("no training steps found"));
+        let cases: [(Vec<FileSummary>, bool, &str); 6] = [
+            (vec![], false, "Drop traces to get a verdict."),
+            (vec![log.clone()], true, "No profiler trace or step log among the inputs, so no straggler verdict"),
+            (
+                vec![empty.clone()],
+                false,
+                "No verdict: nothing could be read. empty.json: the file is empty (0 bytes). To see",
+            ),
+            (vec![empty.clone(), empty.clone(), empty.clone()], false, "(0 bytes) (and 2 more files). To see"),
+            (
+                vec![log.clone(), empty],
+                false,
+                "No straggler verdict: logs and Flight Recorder dumps hold no per-rank step",
+            ),
+            (
+                vec![log, step_log, file("x.json", Some(Format::ChromeTrace), None)],
+                false,
+                "No verdict: the files hold no training steps",
+            ),
+        ];
+        for (files, failure, want) in cases {
+            let got = why_no_verdict(&files, failure);
+            assert!(got.contains(want), "{got:?} lacks {want:?}");
+            assert_eq!(got.contains("What should I drop?"), !files.is_empty() && !failure, "{got}");
+        }
     }
 }
