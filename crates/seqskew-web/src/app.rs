@@ -279,7 +279,7 @@ pub fn app() -> Html {
     let files = main.as_ref().map(|m| m.file_names()).unwrap_or_default();
     let why_none = verdict::why_no_verdict(
         main.as_ref().map_or(&[][..], |m| m.files.as_slice()),
-        failure::hooks(&state.failure).is_some(),
+        verdict::LogsRead::from(&state.failure),
     );
     let is_example = files == format!("{EXAMPLE}.trace.json");
     html! {

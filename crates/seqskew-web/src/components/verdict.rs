@@ -11,6 +11,7 @@ use yew::prelude::*;
 use crate::clipboard::copy_to_clipboard;
 use crate::components::file_list::problem;
 use crate::components::shared::Shared;
+use crate::state::FailureState;
 
 #[derive(Properties, PartialEq)]
 pub struct Props {
@@ -30,23 +31,44 @@ pub struct Props {
     pub why_none: AttrValue,
 }
 
+/// What the failure worker made of the run's logs and dumps, as far as the empty verdict cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogsRead {
+    /// No log or dump, or the failure worker could not read them (its panel says why).
+    NotRead,
+    Pending,
+    FailureFound,
+    NoFailure,
+}
+
+impl From<&FailureState> for LogsRead {
+    fn from(state: &FailureState) -> Self {
+        match state {
+            FailureState::None | FailureState::Error(_) => LogsRead::NotRead,
+            FailureState::Reading { .. } => LogsRead::Pending,
+            FailureState::Done(reading) if reading.failure.is_some() => LogsRead::FailureFound,
+            FailureState::Done(_) => LogsRead::NoFailure,
+        }
+    }
+}
+
 /// Why there is no straggler verdict for these files, and what to drop instead: nothing dropped
 /// yet, a failure diagnosed from logs alone, files that could not be read (the first one named
 /// with its problem), or files that hold no training steps (logs without a failure, say).
-pub fn why_no_verdict(files: &[FileSummary], failure_found: bool) -> String {
+pub fn why_no_verdict(files: &[FileSummary], logs: LogsRead) -> String {
     const WHAT_TO_DROP: &str =
-        "To see why a job straggles, drop its profiler traces or a step log (\"What should I drop?\" above).";
+        "To see why a job straggles, drop its profiler traces or a step log (see \"What should I drop?\").";
     let error =
         |f: &FileSummary| f.diagnostics.iter().find(|d| d.severity == Severity::Error).map(|d| d.message.clone());
     let unread: Vec<(&str, String)> = files.iter().filter_map(|f| Some((f.path.as_str(), error(f)?))).collect();
     let logs_only = files.iter().all(|f| f.format.is_some_and(Format::is_failure_input) || error(f).is_some());
-    match (files.len(), unread.first()) {
-        (0, _) => "Drop traces to get a verdict.".to_owned(),
-        _ if failure_found => {
+    match (files.len(), unread.first(), logs) {
+        (0, _, _) => "Drop traces to get a verdict.".to_owned(),
+        (_, _, LogsRead::FailureFound) => {
             "No profiler trace or step log among the inputs, so no straggler verdict: the failure is diagnosed above."
                 .to_owned()
         }
-        (n, Some((file, why))) if unread.len() == n => {
+        (n, Some((file, why)), _) if unread.len() == n => {
             let others = match n {
                 1 => String::new(),
                 2 => " (and 1 more file)".to_owned(),
@@ -54,9 +76,12 @@ pub fn why_no_verdict(files: &[FileSummary], failure_found: bool) -> String {
             };
             format!("No verdict: nothing could be read. {file}: {why}{others}. {WHAT_TO_DROP}")
         }
-        _ if logs_only => format!(
-            "No straggler verdict: logs and Flight Recorder dumps hold no per-rank step timings, and no failure was \
-             found in them. {WHAT_TO_DROP}"
+        (_, _, LogsRead::Pending) if logs_only => {
+            "No profiler trace or step log among the inputs; the logs are being read for a failure…".to_owned()
+        }
+        (_, _, read) if logs_only => format!(
+            "No straggler verdict: logs and Flight Recorder dumps hold no per-rank step timings{}. {WHAT_TO_DROP}",
+            if read == LogsRead::NoFailure { ", and no failure was found in them" } else { "" }
         ),
         _ => format!("No verdict: the files hold no training steps (see every file below). {WHAT_TO_DROP}"),
     }
@@ -218,33 +243,36 @@ mod tests {
     /// what to drop instead.
     #[test]
     fn no_verdict_says_why() {
+        use LogsRead::*;
         let empty = file("empty.json", None, Some("the file is empty (0 bytes)"));
         let log = file("train.log", Some(Format::Log), None);
         let step_log = file("steps.jsonl", Some(Format::StepLogJsonl), Some("no training steps found"));
-        let cases: [(Vec<FileSummary>, bool, &str); 6] = [
-            (vec![], false, "Drop traces to get a verdict."),
-            (vec![log.clone()], true, "No profiler trace or step log among the inputs, so no straggler verdict"),
+        let trace = file("x.json", Some(Format::ChromeTrace), None);
+        // (files, what the failure worker found, what the panel says, whether it says what to drop)
+        let cases: [(Vec<FileSummary>, LogsRead, &str, bool); 8] = [
+            (vec![], NotRead, "Drop traces to get a verdict.", false),
+            (vec![log.clone()], FailureFound, "No profiler trace or step log among the inputs, so no straggler", false),
             (
                 vec![empty.clone()],
-                false,
-                "No verdict: nothing could be read. empty.json: the file is empty (0 bytes). To see",
+                NotRead,
+                "No verdict: nothing could be read. empty.json: the file is empty (0 bytes). To",
+                true,
             ),
-            (vec![empty.clone(), empty.clone(), empty.clone()], false, "(0 bytes) (and 2 more files). To see"),
+            (vec![empty.clone(), empty.clone(), empty.clone()], NotRead, "(0 bytes) (and 2 more files). To see", true),
+            (vec![log.clone(), empty.clone()], Pending, "the logs are being read for a failure…", false),
             (
                 vec![log.clone(), empty],
-                false,
-                "No straggler verdict: logs and Flight Recorder dumps hold no per-rank step",
+                NoFailure,
+                "hold no per-rank step timings, and no failure was found in them.",
+                true,
             ),
-            (
-                vec![log, step_log, file("x.json", Some(Format::ChromeTrace), None)],
-                false,
-                "No verdict: the files hold no training steps",
-            ),
+            (vec![log.clone()], NotRead, "hold no per-rank step timings. To see", true),
+            (vec![log, step_log, trace], NoFailure, "No verdict: the files hold no training steps", true),
         ];
-        for (files, failure, want) in cases {
-            let got = why_no_verdict(&files, failure);
+        for (files, logs, want, says_what_to_drop) in cases {
+            let got = why_no_verdict(&files, logs);
             assert!(got.contains(want), "{got:?} lacks {want:?}");
-            assert_eq!(got.contains("What should I drop?"), !files.is_empty() && !failure, "{got}");
+            assert_eq!(got.contains("What should I drop?"), says_what_to_drop, "{got}");
         }
     }
 }
