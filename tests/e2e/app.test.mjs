@@ -155,6 +155,10 @@ test("the gallery: an example job per cause, made in the page, each with the ver
     assert.ok(causes.includes(cause), `${name}: ${cause}, made as ${causes.join(" or ")}`);
     assert.match(await page.url(), new RegExp(`#.*example=${name}(&|$)`), `${name} is in the link`);
   }
+  // Dropped files are not an example: the link stops naming one.
+  await dropFiles(page, [{ name: "steps.jsonl", bytes: Buffer.from([1, 2, 3].flatMap((step) => [0, 1].map((rank) => JSON.stringify({ step, rank, step_s: 1 + rank / 5 }))).join("\n")) }]);
+  await verdictFor(page, ["steps.jsonl"]);
+  assert.doesNotMatch(await page.url(), /example=/, "the dropped files' link names no example");
   assert.deepEqual(guard.violations, [], "nothing downloaded");
 });
 

@@ -202,7 +202,14 @@ pub fn app() -> Html {
 
     let on_files = {
         let start = start.clone();
-        Callback::from(move |files: Vec<InputFile>| start.emit((Load::Files(files), Role::Main)))
+        let state = state.clone();
+        Callback::from(move |files: Vec<InputFile>| {
+            // The link no longer shows a gallery example (dropped files cannot be in it).
+            if !files.is_empty() && state.nav.example.is_some() {
+                state.dispatch(Action::Navigate(HashState { example: None, ..state.nav.clone() }));
+            }
+            start.emit((Load::Files(files), Role::Main))
+        })
     };
     let on_compare_files = {
         let start = start.clone();
