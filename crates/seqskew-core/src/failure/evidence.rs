@@ -18,7 +18,7 @@ pub struct FileEvidence {
     /// The global rank the whole file belongs to, where its name or layout says
     /// (`nccl_trace_rank_3`, `rank3.log`, torchrun's `attempt_0/3/stderr.log` on one node).
     pub file_rank: Option<u32>,
-    /// In line order. Bounded: past `log::MAX_EVENTS` they are counted in `events_dropped`.
+    /// In line order. Bounded: past [`log::MAX_EVENTS`](super::log::MAX_EVENTS) they are counted in `events_dropped`.
     pub events: Vec<Event>,
     pub events_dropped: u64,
     /// Global ranks that wrote lines to this file (from `[rankN]:`-style prefixes), sorted.
@@ -61,11 +61,11 @@ pub struct Event {
     pub pg_rank: Option<u32>,
     /// The process group the message is about (`0`, or `0(default_pg)`), when it says.
     pub pg: Option<String>,
-    /// Nanoseconds since the start of the line's year (`clock`), when the line has a time.
+    /// Nanoseconds since the start of the line's year ([`clock`](super::clock)), when the line has a time.
     pub time_ns: Option<i64>,
     pub kind: EventKind,
     /// The line as shown to the user: prefixes kept, colours and carriage returns removed,
-    /// cut at `line::MAX_TEXT` characters.
+    /// cut at [`line::MAX_TEXT`](super::line::MAX_TEXT) characters.
     pub text: String,
     /// Where the exception was raised (`train.py:42 in step`), from the traceback above it.
     pub at: Option<String>,

@@ -570,6 +570,8 @@ mod tests {
             ]);
         }
         let trace = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
+        // Read by this reader directly: `import::import_bytes` would make this file use the
+        // module that uses it (scripts/check-imports).
         use crate::import::parser::ContentParser;
         let mut diags = DiagnosticSink::new("merged.json");
         let mut document = Box::new(crate::import::events::TraceDocument::new(ChromeBuilder::new("merged.json")));

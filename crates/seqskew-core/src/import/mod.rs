@@ -1,4 +1,4 @@
-//! Importers: bytes in, [`Worker`]s and diagnostics out.
+//! Importers: bytes in, [`Worker`](crate::model::Worker)s and diagnostics out.
 //!
 //! One [`FileIngest`] per file takes the file's bytes in chunks of any size (the browser feeds
 //! 32 MiB `Blob` slices, the CLI feeds file reads), recognises gzip by its magic bytes and the
