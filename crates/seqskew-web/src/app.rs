@@ -284,10 +284,16 @@ pub fn app() -> Html {
     let main = state.main.clone();
     let analysis = main.as_ref().and_then(|m| m.analysis.clone()).map(Shared);
     let files = main.as_ref().map(|m| m.file_names()).unwrap_or_default();
-    let why_none = verdict::why_no_verdict(
-        main.as_ref().map_or(&[][..], |m| m.files.as_slice()),
-        verdict::LogsRead::from(&state.failure),
-    );
+    // Only without a verdict (it reads every file's diagnostics, and the page renders on each
+    // progress message).
+    let why_none = if analysis.is_none() {
+        verdict::why_no_verdict(
+            main.as_ref().map_or(&[][..], |m| m.files.as_slice()),
+            verdict::LogsRead::from(&state.failure),
+        )
+    } else {
+        String::new()
+    };
     let is_example = files == format!("{EXAMPLE}.trace.json");
     html! {
         <DropZone on_files={on_files.clone()} class={classes!((*embed).then_some("embed"))}>

@@ -6,7 +6,7 @@ use yew::prelude::*;
 #[function_component(DropHelp)]
 pub fn drop_help() -> Html {
     html! {
-        <details id="drop-help" class="drop-help">
+        <details id="drop-help" class="header-fold">
             <summary>{"What should I drop?"}</summary>
             <ul>
                 <li><strong>{"A job that straggles, profiled: "}</strong>

@@ -17,7 +17,7 @@ pub struct GalleryProps {
 #[function_component(Gallery)]
 pub fn gallery(props: &GalleryProps) -> Html {
     html! {
-        <details id="gallery" class="drop-help">
+        <details id="gallery" class="header-fold">
             <summary>{"Example jobs: what each cause looks like"}</summary>
             <ul>
                 { for seqskew_sim::PRESETS.iter().map(|&(preset, what)| {

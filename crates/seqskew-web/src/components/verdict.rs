@@ -3,7 +3,7 @@
 //! `[data-failure-cause][data-initiating]` when the inputs show a failed job.
 
 use seqskew_core::analysis::Analysis;
-use seqskew_core::diag::Severity;
+use seqskew_core::diag::{Diagnostic, Severity};
 use seqskew_core::import::{FileSummary, Format};
 use seqskew_core::report::{Report, Signal, cause_title};
 use yew::prelude::*;
@@ -58,17 +58,20 @@ impl From<&FailureState> for LogsRead {
 pub fn why_no_verdict(files: &[FileSummary], logs: LogsRead) -> String {
     const WHAT_TO_DROP: &str =
         "To see why a job straggles, drop its profiler traces or a step log (see \"What should I drop?\").";
-    let error =
-        |f: &FileSummary| f.diagnostics.iter().find(|d| d.severity == Severity::Error).map(|d| d.message.clone());
-    let unread: Vec<(&str, String)> = files.iter().filter_map(|f| Some((f.path.as_str(), error(f)?))).collect();
+    fn error(f: &FileSummary) -> Option<&Diagnostic> {
+        f.diagnostics.iter().find(|d| d.severity == Severity::Error)
+    }
+    let mut unread = files.iter().filter_map(|f| Some((f.path.as_str(), error(f)?.message.as_str())));
+    let first_unread = unread.next();
+    let unread_count = first_unread.map_or(0, |_| 1 + unread.count());
     let logs_only = files.iter().all(|f| f.format.is_some_and(Format::is_failure_input) || error(f).is_some());
-    match (files.len(), unread.first(), logs) {
+    match (files.len(), first_unread, logs) {
         (0, _, _) => "Drop traces to get a verdict.".to_owned(),
         (_, _, LogsRead::FailureFound) => {
             "No profiler trace or step log among the inputs, so no straggler verdict: the failure is diagnosed above."
                 .to_owned()
         }
-        (n, Some((file, why)), _) if unread.len() == n => {
+        (n, Some((file, why)), _) if unread_count == n => {
             let others = match n {
                 1 => String::new(),
                 2 => " (and 1 more file)".to_owned(),
@@ -226,8 +229,6 @@ pub fn verdict_panel(props: &Props) -> Html {
 
 #[cfg(test)]
 mod tests {
-    use seqskew_core::diag::Diagnostic;
-
     use super::*;
 
     fn file(path: &str, format: Option<Format>, error: Option<&str>) -> FileSummary {
