@@ -179,6 +179,11 @@ pub struct JobInfo {
     pub last_step: Option<u64>,
     /// Job-level findings: duplicates, missing ranks, clock alignment.
     pub diagnostics: Vec<Diagnostic>,
+    /// Where the verdict's step times come from when the inputs have no per-rank compute:
+    /// `training_log` (iteration lines) or `job_level` (a step log's step times); absent when
+    /// traces or a step log with per-rank times were analysed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_times: Option<String>,
 }
 
 /// The report's cause names.

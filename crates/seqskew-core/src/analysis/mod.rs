@@ -7,6 +7,7 @@
 
 pub mod costmodel;
 pub mod frame;
+pub mod logged;
 pub mod par;
 pub mod replay;
 pub mod samples;
@@ -290,6 +291,7 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
             first_step: frame.steps.first().copied(),
             last_step: frame.steps.last().copied(),
             diagnostics: assembled.diagnostics.clone(),
+            step_times: None,
         },
         slowdown: Slowdown {
             actual_step_s: round(actual_step, 5),
@@ -321,7 +323,13 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
         verify_command: verify_command(inputs),
         failure: failure_of(assembled),
     };
-    let mut report = if job.workers.is_empty() { without_steps(report) } else { report };
+    // Without per-rank compute (a training log, a step log of lengths and step times only),
+    // the verdict is what step times alone can show.
+    let mut report = match logged::step_times(job, &assembled.failures) {
+        Some(times) => logged::report(report, job, &times),
+        None if job.workers.is_empty() => without_steps(report),
+        None => report,
+    };
     // The views say where a failing rank stopped: built for the report too when it has a failure.
     if wanted == Wanted::Report && (report.failure.is_none() || job.workers.is_empty()) {
         return Analysis { report, views: views::Views::default() };

@@ -64,7 +64,7 @@ pub struct Inputs<'a> {
     pub peers_missing: Option<&'a str>,
 }
 
-fn signal(id: &str, name: &str, value: f64, threshold: f64, passed: bool, sentence: String) -> Signal {
+pub(super) fn signal(id: &str, name: &str, value: f64, threshold: f64, passed: bool, sentence: String) -> Signal {
     Signal {
         id: id.to_owned(),
         name: name.to_owned(),
@@ -77,7 +77,7 @@ fn signal(id: &str, name: &str, value: f64, threshold: f64, passed: bool, senten
     }
 }
 
-fn not_applicable(id: &str, name: &str, threshold: f64, why: &str) -> Signal {
+pub(super) fn not_applicable(id: &str, name: &str, threshold: f64, why: &str) -> Signal {
     Signal {
         id: id.to_owned(),
         name: name.to_owned(),

@@ -343,12 +343,7 @@ pub fn fix(verdict: &Verdict, f: &Facts<'_>) -> Fix {
     match verdict.primary.as_str() {
         "sequence_length_imbalance" => sequence_fix(f),
         "slow_worker" => match &f.slow_workers {
-            Some((named, _)) => Fix {
-                summary: format!(
-                    "Find out why {named} are slow: check their GPUs (clocks and thermal throttling, ECC errors, NVLink/PCIe width) and hosts (CPU contention, other processes, data loading); ranks slow together on one host point at that node (its power and cooling, its network card, its PCIe switch). Drain or replace what stays slow. Rebalancing data will not help: they are slow whatever they draw."
-                ),
-                ..Fix::default()
-            },
+            Some((named, _)) => slow_hardware_fix(&format!("{named} are")),
             None => one_slow_worker_fix(f),
         },
         "pipeline_stage_imbalance" => Fix {
@@ -372,13 +367,34 @@ pub fn fix(verdict: &Verdict, f: &Facts<'_>) -> Fix {
     }
 }
 
+/// The fix for ranks slow whatever they draw (`who`: "ranks 3 and 5 are", "rank 2 is").
+pub fn slow_hardware_fix(who: &str) -> Fix {
+    Fix {
+        summary: format!(
+            "Find out why {who} slow: check their GPUs (clocks and thermal throttling, ECC errors, NVLink/PCIe width) and hosts (CPU contention, other processes, data loading); ranks slow together on one host point at that node (its power and cooling, its network card, its PCIe switch). Drain or replace what stays slow. Rebalancing data will not help: they are slow whatever they draw."
+        ),
+        ..Fix::default()
+    }
+}
+
 fn sequence_fix(f: &Facts<'_>) -> Fix {
-    let algorithm = if recommended(f).0 == "karmarkar_karp" {
+    let limits = f.whatifs.outlier.map(|(step, len, ratio)| {
+        format!(
+            "In step {step} one document of {len} tokens alone costs {ratio:.2}× a rank's fair share: no rebalancing can fix that step. Split such documents across context-parallel ranks, or hold outliers back and spread them over later batches."
+        )
+    });
+    balancing_fix(f.fit, recommended(f).0 == "karmarkar_karp", limits)
+}
+
+/// Dealing by cost: the fix for sequence-length imbalance, with the fitted cost function where
+/// `fit` is usable (`karmarkar_karp`: that method beat longest-first greedy on the job).
+pub fn balancing_fix(fit: Option<&Fit>, karmarkar_karp: bool, limits: Option<String>) -> Fix {
+    let algorithm = if karmarkar_karp {
         "Karmarkar–Karp largest differencing over ranks, then over each rank's micro-batches (it beat longest-first greedy on this job)"
     } else {
         "longest-first greedy (LPT): sort documents by cost, give each to the least-loaded rank, then split each rank's documents into micro-batches the same way"
     };
-    let (cost_function, python) = match f.fit.filter(|x| x.usable()) {
+    let (cost_function, python) = match fit.filter(|x| x.usable()) {
         Some(fit) => {
             let (c, a, b) = (fit.per_doc / 1e9, fit.per_token / 1e9, fit.per_token_sq / 1e9);
             (
@@ -392,11 +408,6 @@ fn sequence_fix(f: &Facts<'_>) -> Fix {
             python_sketch(0.0, 1.0, 1.0 / (6.0 * 4096.0)),
         ),
     };
-    let limits = f.whatifs.outlier.map(|(step, len, ratio)| {
-        format!(
-            "In step {step} one document of {len} tokens alone costs {ratio:.2}× a rank's fair share: no rebalancing can fix that step. Split such documents across context-parallel ranks, or hold outliers back and spread them over later batches."
-        )
-    });
     Fix {
         summary: "Deal each global batch to ranks and micro-batches by the cost of attention and the rest (a·L + b·L² per document), not by token count, with every rank computing the same assignment.".into(),
         cost_function: Some(cost_function),

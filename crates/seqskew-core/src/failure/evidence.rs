@@ -31,6 +31,58 @@ pub struct FileEvidence {
     pub last_output: Vec<LastOutput>,
     /// The Flight Recorder dump, when the file is one.
     pub flight: Option<flight::Dump>,
+    /// The training iterations the log reports (Megatron-LM, torchtitan), in line order.
+    /// Bounded: past [`MAX_ITERATIONS`] they are counted in `iterations_dropped`.
+    #[serde(default)]
+    pub iterations: Vec<Iteration>,
+    #[serde(default)]
+    pub iterations_dropped: u64,
+    /// Megatron-LM's straggler lines (`--log-straggler`): the fastest and slowest rank of an
+    /// interval, in line order (bounded like `iterations`).
+    #[serde(default)]
+    pub rank_extremes: Vec<RankExtremes>,
+}
+
+/// Iteration lines kept per file (a line each log interval: years of training).
+pub const MAX_ITERATIONS: usize = 1 << 20;
+
+/// Which training framework wrote an iteration line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrainingLog {
+    /// Megatron-LM's `training_log`: ` [time] iteration N/ M | … | elapsed time per iteration (ms): … |`.
+    Megatron,
+    /// torchtitan's metrics line: `step: N  loss: …  memory: …  tps: …`.
+    Torchtitan,
+}
+
+/// One training-progress line: the iteration it reports and what it says of time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Iteration {
+    /// 1-based line number in the file.
+    pub line: u64,
+    /// The global rank, from the line's prefix or the file's name.
+    pub rank: Option<u32>,
+    pub form: TrainingLog,
+    /// The step the line reports, as the framework counts it (Megatron: iterations done).
+    pub step: u64,
+    /// The line's time stamp ([`clock`](super::clock)'s nanoseconds), when it has one.
+    pub time_ns: Option<i64>,
+    /// The log's own time per iteration (Megatron: the mean over the iterations since its
+    /// previous line), when it prints one.
+    pub step_ns: Option<u64>,
+}
+
+/// A Megatron-LM straggler line: of one log interval, the fastest and the slowest rank by
+/// their time in the traced regions per iteration (`MnRtt/Rnk`, `MxRtt/Rnk`: the forward pass).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankExtremes {
+    pub line: u64,
+    pub time_ns: Option<i64>,
+    pub fastest_rank: u32,
+    pub fastest_ns: u64,
+    pub slowest_rank: u32,
+    pub slowest_ns: u64,
 }
 
 impl FileEvidence {

@@ -13,7 +13,8 @@ use std::collections::{BTreeSet, HashMap};
 use memchr::memmem;
 
 use super::clock;
-use super::evidence::{Event, EventKind, FileEvidence, LastOutput, file_rank};
+use super::evidence::{Event, EventKind, FileEvidence, Iteration, LastOutput, MAX_ITERATIONS, RankExtremes, file_rank};
+use super::iteration::{self, Progress};
 use super::line::{self, Prefixes, Said};
 
 /// At most this many events are kept per file; the rest are counted.
@@ -94,7 +95,19 @@ pub struct LogScanner {
     /// Per combination of prefixes (bounded like `prefixes`), the last line of its own output:
     /// what a rank that went silent was doing last.
     last_output: HashMap<Prefixes, (u64, String)>,
+    /// Training-progress lines with the prefixes of their line (resolved at the end, like events).
+    iterations: Vec<(Iteration, Prefixes)>,
+    iterations_dropped: u64,
+    rank_extremes: Vec<RankExtremes>,
     finders: Vec<memmem::Finder<'static>>,
+    progress_finders: Vec<memmem::Finder<'static>>,
+}
+
+/// Why a line was picked out: a failure anchor or a progress anchor (a line may hold both).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Anchored {
+    Failure,
+    Progress,
 }
 
 impl LogScanner {
@@ -108,7 +121,14 @@ impl LogScanner {
             dropped: 0,
             prefixes: BTreeSet::new(),
             last_output: HashMap::new(),
+            iterations: Vec::new(),
+            iterations_dropped: 0,
+            rank_extremes: Vec::new(),
             finders: ANCHORS.iter().map(|a| memmem::Finder::new(a.as_bytes()).into_owned()).collect(),
+            progress_finders: iteration::ANCHORS
+                .iter()
+                .map(|a| memmem::Finder::new(a.as_bytes()).into_owned())
+                .collect(),
         }
     }
 
@@ -120,7 +140,10 @@ impl LogScanner {
     }
 
     pub fn held_bytes(&self) -> usize {
-        self.window.capacity() + self.events.capacity() * size_of::<(Event, Prefixes)>()
+        self.window.capacity()
+            + self.events.capacity() * size_of::<(Event, Prefixes)>()
+            + self.iterations.capacity() * size_of::<(Iteration, Prefixes)>()
+            + self.rank_extremes.capacity() * size_of::<RankExtremes>()
     }
 
     pub fn finish(mut self) -> FileEvidence {
@@ -150,8 +173,17 @@ impl LogScanner {
                 event
             })
             .collect();
+        let file_rank = file_rank(&self.file);
+        let iterations = self
+            .iterations
+            .into_iter()
+            .map(|(mut iteration, prefixes)| {
+                iteration.rank = ranks.global(&prefixes).or(file_rank);
+                iteration
+            })
+            .collect();
         FileEvidence {
-            file_rank: file_rank(&self.file),
+            file_rank,
             file: self.file,
             events,
             events_dropped: self.dropped,
@@ -159,6 +191,9 @@ impl LogScanner {
             lines,
             last_output,
             flight: None,
+            iterations,
+            iterations_dropped: self.iterations_dropped,
+            rank_extremes: self.rank_extremes,
         }
     }
 
@@ -172,27 +207,35 @@ impl LogScanner {
             return;
         }
         let region = self.window.get(self.scanned..limit).unwrap_or_default();
-        let mut hits: Vec<usize> = Vec::new();
-        for finder in &self.finders {
-            hits.extend(finder.find_iter(region).map(|p| p + self.scanned));
+        let mut hits: Vec<(usize, Anchored)> = Vec::new();
+        for (finders, anchored) in [(&self.finders, Anchored::Failure), (&self.progress_finders, Anchored::Progress)] {
+            for finder in finders {
+                hits.extend(finder.find_iter(region).map(|p| (line_start(&self.window, p + self.scanned), anchored)));
+            }
         }
-        let mut starts: Vec<usize> = hits.into_iter().map(|p| line_start(&self.window, p)).collect();
-        starts.sort_unstable();
-        starts.dedup();
-        self.note_lines(self.scanned, limit, &starts);
+        hits.sort_unstable();
+        hits.dedup();
+        let failure_starts: Vec<usize> =
+            hits.iter().filter(|(_, a)| *a == Anchored::Failure).map(|&(start, _)| start).collect();
+        self.note_lines(self.scanned, limit, &failure_starts);
 
         let mut line_no = self.first_line;
         let mut counted_to = 0;
-        for start in starts {
+        for (start, anchored) in hits {
             line_no +=
                 memchr::memchr_iter(b'\n', self.window.get(counted_to..start).unwrap_or_default()).count() as u64;
             counted_to = start;
-            if let Some(event) = event_at(&self.window, start, line_no) {
-                if self.events.len() < MAX_EVENTS {
-                    self.events.push(event);
-                } else {
-                    self.dropped += 1;
+            match anchored {
+                Anchored::Failure => {
+                    if let Some(event) = event_at(&self.window, start, line_no) {
+                        if self.events.len() < MAX_EVENTS {
+                            self.events.push(event);
+                        } else {
+                            self.dropped += 1;
+                        }
+                    }
                 }
+                Anchored::Progress => self.note_progress(start, line_no),
             }
         }
         let keep_from = line_start_before(&self.window, limit, LOOK_BACK);
@@ -200,6 +243,36 @@ impl LogScanner {
         self.first_line += memchr::memchr_iter(b'\n', dropped).count() as u64;
         self.window.drain(..keep_from);
         self.scanned = limit - keep_from;
+    }
+
+    /// Keeps the training progress the line starting at `start` reports, if any.
+    fn note_progress(&mut self, start: usize, line: u64) {
+        let rest = self.window.get(start..).unwrap_or_default();
+        let raw = rest.get(..memchr::memchr(b'\n', rest).unwrap_or(rest.len())).unwrap_or_default();
+        let full = line::clean_full(raw);
+        let (prefixes, body) = line::split_prefix(&full);
+        let Some(progress) = iteration::parse(body) else { return };
+        if self.iterations.len() + self.rank_extremes.len() >= MAX_ITERATIONS {
+            self.iterations_dropped += 1;
+            return;
+        }
+        let time_ns = clock::find_in_line(body.as_bytes());
+        match progress {
+            Progress::Iteration { form, step, step_ns } => {
+                let iteration = Iteration { line, rank: None, form, step, time_ns, step_ns };
+                self.iterations.push((iteration, prefixes));
+            }
+            Progress::Extremes { fastest_rank, fastest_ns, slowest_rank, slowest_ns } => {
+                self.rank_extremes.push(RankExtremes {
+                    line,
+                    time_ns,
+                    fastest_rank,
+                    fastest_ns,
+                    slowest_rank,
+                    slowest_ns,
+                });
+            }
+        }
     }
 
     /// Records the prefixes of every line starting in `from..to`, and the last line of own

@@ -23,6 +23,8 @@ mod fix;
 pub mod flight;
 pub mod in_job;
 #[cfg(feature = "failure")]
+pub mod iteration;
+#[cfg(feature = "failure")]
 pub mod line;
 #[cfg(feature = "failure")]
 pub mod log;

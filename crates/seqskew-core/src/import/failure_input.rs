@@ -3,7 +3,7 @@
 
 use super::parser::{ContentParser, ImportStats};
 use crate::diag::{DiagnosticSink, Severity};
-use crate::failure::evidence::{Event, EventKind, FileEvidence};
+use crate::failure::evidence::{Event, EventKind, FileEvidence, TrainingLog};
 use crate::failure::line;
 use crate::failure::{clock, dump, log, pickle};
 use crate::model::Worker;
@@ -23,12 +23,8 @@ impl LogParser {
 
 /// What a log said, as a file's diagnostic.
 fn describe(evidence: &FileEvidence, diags: &mut DiagnosticSink) {
-    if evidence.events.is_empty() {
-        diags.push(
-            Severity::Info,
-            None,
-            format!("log of {} lines: no failure found (no error, timeout or failed rank in it)", evidence.lines),
-        );
+    let failure = if evidence.events.is_empty() {
+        "no failure found (no error, timeout or failed rank in it)".to_owned()
     } else {
         let ranks: Vec<u64> = evidence
             .events
@@ -39,12 +35,35 @@ fn describe(evidence: &FileEvidence, diags: &mut DiagnosticSink) {
             .collect();
         let ranks =
             if ranks.is_empty() { String::new() } else { format!(" (ranks {})", crate::text::compact_ranges(&ranks)) };
-        diags.push(
-            Severity::Info,
-            None,
-            format!("log of {} lines: {} lines about a failure{ranks}", evidence.lines, evidence.events.len()),
-        );
+        format!("{} lines about a failure{ranks}", evidence.events.len())
+    };
+    diags.push(
+        Severity::Info,
+        None,
+        format!("log of {} lines: {failure}{}", evidence.lines, describe_progress(evidence)),
+    );
+}
+
+/// The training progress a log reports, for its diagnostic: `; 10 Megatron-LM iteration lines
+/// (steps 4–40), 10 straggler lines`, or nothing.
+fn describe_progress(evidence: &FileEvidence) -> String {
+    let mut parts = Vec::new();
+    if let (Some(first), Some(last)) = (evidence.iterations.first(), evidence.iterations.last()) {
+        let form = match first.form {
+            TrainingLog::Megatron => "Megatron-LM iteration",
+            TrainingLog::Torchtitan => "torchtitan step",
+        };
+        let (low, high) =
+            evidence.iterations.iter().fold((first.step, last.step), |(lo, hi), i| (lo.min(i.step), hi.max(i.step)));
+        parts.push(format!("{} {form} lines (steps {low}–{high})", evidence.iterations.len()));
     }
+    if !evidence.rank_extremes.is_empty() {
+        parts.push(format!("{} straggler lines", evidence.rank_extremes.len()));
+    }
+    if evidence.iterations_dropped > 0 {
+        parts.push(format!("{} more progress lines not kept", evidence.iterations_dropped));
+    }
+    if parts.is_empty() { String::new() } else { format!("; {}", parts.join(", ")) }
 }
 
 impl ContentParser for LogParser {

@@ -392,7 +392,17 @@ fn build_step(
     totals.add(SpanKind::Compute, -attention.min(compute));
     let known = totals.sum();
     let duration = given("step_s").unwrap_or(known);
-    if duration <= 0 {
+    // Micro-batch rows know more (varlen bounds per micro-batch are tighter than the step's).
+    let mut sequences = Sequences::default();
+    for mb in &micro_batches {
+        sequences.merge(&Sequences { attention: None, ..mb.sequences.clone() });
+    }
+    if !sequences.is_known() {
+        sequences = row_sequences.unwrap_or_default();
+    }
+    // A row of lengths without times is kept: a record of what the rank drew, whose step
+    // times come from elsewhere (a training log of the same run).
+    if duration <= 0 && !sequences.is_known() {
         return None;
     }
     if known > duration {
@@ -410,14 +420,6 @@ fn build_step(
     totals.add(SpanKind::Other, (duration - known).max(0));
     let duration = duration.max(known);
     let start = given("start_s").or_else(|| micro_batches.iter().filter_map(|m| m.start).min()).unwrap_or(clock);
-    // Micro-batch rows know more (varlen bounds per micro-batch are tighter than the step's).
-    let mut sequences = Sequences::default();
-    for mb in &micro_batches {
-        sequences.merge(&Sequences { attention: None, ..mb.sequences.clone() });
-    }
-    if !sequences.is_known() {
-        sequences = row_sequences.unwrap_or_default();
-    }
     if attention > 0 {
         sequences.attention = Some(attention);
     }

@@ -1,0 +1,168 @@
+//! Training-progress lines: the iteration a training log reports with its time, and
+//! Megatron-LM's straggler lines (the fastest and slowest rank of a log interval). Each parser
+//! reads one line's body (prefixes split off, colours removed); the log scanner
+//! ([`super::log`]) finds the lines by [`ANCHORS`].
+//!
+//! The forms, from the producing projects' format strings (quoted in docs/formats.md):
+//! - Megatron-LM, `megatron/training/training.py` `training_log`:
+//!   ` [2025-03-14 10:22:31.418532] iteration      100/  500000 | consumed samples: … |
+//!   elapsed time per iteration (ms): 4123.7 | …` (the time stamp absent in old versions, in
+//!   seconds or microseconds in newer ones; the time is the mean over the log interval).
+//! - Megatron-LM, `megatron/core/utils.py` `StragglerDetector.report` (`--log-straggler`):
+//!   `[…] | MnRtt/Rnk: 3453.08ms/8 | MxRtt/Rnk: 3468.20ms/0 | …` (`/Rank-8` in some copies).
+//! - torchtitan, `torchtitan/components/metrics.py` `MetricsProcessor.log`:
+//!   `step: 10  loss:  7.1234  grad_norm: …  memory: …GiB(…%)  tps: 12,345  …` (no time of its
+//!   own: the step time comes from the logger's time stamps); `validate step:` is not a step.
+
+use super::evidence::TrainingLog;
+
+/// Substrings every progress line holds: what the scanner searches for.
+pub const ANCHORS: [&str; 3] = ["iteration", "MxRtt/Rnk", "step:"];
+
+/// What a progress line says.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Progress {
+    Iteration { form: TrainingLog, step: u64, step_ns: Option<u64> },
+    Extremes { fastest_rank: u32, fastest_ns: u64, slowest_rank: u32, slowest_ns: u64 },
+}
+
+/// The progress `body` (a line without its prefixes, colours removed) reports, if any.
+pub fn parse(body: &str) -> Option<Progress> {
+    megatron_iteration(body).or_else(|| straggler(body)).or_else(|| torchtitan_step(body))
+}
+
+/// `iteration {:8d}/{:8d} |` and, when present, `elapsed time per iteration (ms): {:.1f}`.
+fn megatron_iteration(body: &str) -> Option<Progress> {
+    let step = body.match_indices("iteration").find_map(|(at, word)| {
+        let after = body.get(at + word.len()..)?;
+        let digits = after.trim_start();
+        if digits.len() == after.len() {
+            return None;
+        }
+        let (step, rest) = leading_integer(digits)?;
+        rest.trim_start().starts_with('/').then_some(step)
+    })?;
+    let step_ns = value_after(body, "elapsed time per iteration (ms):").and_then(|v| decimal_ns(v, 1e6));
+    Some(Progress::Iteration { form: TrainingLog::Megatron, step, step_ns })
+}
+
+/// `MnRtt/Rnk: 3453.08ms/8 | MxRtt/Rnk: 3468.20ms/0`.
+fn straggler(body: &str) -> Option<Progress> {
+    let (fastest_ns, fastest_rank) = value_with_rank(value_after(body, "MnRtt/Rnk:")?)?;
+    let (slowest_ns, slowest_rank) = value_with_rank(value_after(body, "MxRtt/Rnk:")?)?;
+    Some(Progress::Extremes { fastest_rank, fastest_ns, slowest_rank, slowest_ns })
+}
+
+/// `step: {step:2}  loss: …`, not `validate step:` nor a longer word ending in `step:`.
+fn torchtitan_step(body: &str) -> Option<Progress> {
+    let step = body.match_indices("step:").find_map(|(at, word)| {
+        let before = body.get(..at)?;
+        let joined = before.bytes().next_back().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if joined || before.trim_end().ends_with("validate") {
+            return None;
+        }
+        let (step, rest) = leading_integer(body.get(at + word.len()..)?.trim_start())?;
+        rest.contains("loss:").then_some(step)
+    })?;
+    Some(Progress::Iteration { form: TrainingLog::Torchtitan, step, step_ns: None })
+}
+
+/// The text after `key` up to the next `|` or the end, trimmed.
+fn value_after<'a>(body: &'a str, key: &str) -> Option<&'a str> {
+    let at = body.find(key)? + key.len();
+    let rest = body.get(at..)?;
+    Some(rest.split('|').next().unwrap_or(rest).trim())
+}
+
+/// `3453.08ms/8` or `3453.08ms/Rank-8`: the time in nanoseconds and the rank.
+fn value_with_rank(value: &str) -> Option<(u64, u32)> {
+    let (time, rank) = value.split_whitespace().next()?.rsplit_once('/')?;
+    let rank = rank.strip_prefix("Rank-").unwrap_or(rank).parse().ok()?;
+    Some((decimal_ns(time.strip_suffix("ms")?, 1e6)?, rank))
+}
+
+/// A non-negative decimal number of units of `unit_ns` nanoseconds, as nanoseconds.
+fn decimal_ns(text: &str, unit_ns: f64) -> Option<u64> {
+    let number = text.split_whitespace().next()?;
+    let value: f64 = number.parse().ok()?;
+    let ns = (value * unit_ns).round();
+    (ns.is_finite() && ns >= 0.0 && ns < u64::MAX as f64).then_some(ns as u64)
+}
+
+/// The decimal integer `text` starts with, and the rest.
+fn leading_integer(text: &str) -> Option<(u64, &str)> {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, rest) = text.split_at_checked(digits)?;
+    Some((number.parse().ok()?, rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iteration(form: TrainingLog, step: u64, step_ns: Option<u64>) -> Option<Progress> {
+        Some(Progress::Iteration { form, step, step_ns })
+    }
+
+    #[test]
+    fn reads_each_form_and_nothing_else() {
+        use TrainingLog::{Megatron, Torchtitan};
+        let cases = [
+            // Megatron-LM, 2025 (microseconds), 2024 (seconds) and old (no time stamp).
+            (
+                " [2025-03-14 10:22:31.418532] iteration      100/  500000 | consumed samples:        51200 | elapsed time per iteration (ms): 4123.7 | learning rate: 2.999999E-04 |",
+                iteration(Megatron, 100, Some(4_123_700_000)),
+            ),
+            (
+                " [2024-03-14 10:22:31] iteration        4/      40 | consumed samples:           16 | elapsed time per iteration (ms): 87.5 |",
+                iteration(Megatron, 4, Some(87_500_000)),
+            ),
+            (
+                " iteration       20/     100 | consumed samples: 80 | elapsed time per iteration (ms): 12.0 |",
+                iteration(Megatron, 20, Some(12_000_000)),
+            ),
+            ("==> iteration 7/9 | lm loss: 1.0E+00 |", iteration(Megatron, 7, None)),
+            // Not iteration lines.
+            (" [after training is done] datetime: 2024-03-14", None),
+            ("(after 20 iterations) memory (MB) | allocated: 1.0", None),
+            ("skipping iteration 5 because of NaN", None),
+            ("elapsed time per iteration (ms): 12.0", None),
+            // Straggler lines, as Megatron's logger writes them and as some copies do.
+            (
+                "INFO:megatron.core.utils:[2024-03-14 23:07:56] | MnRtt/Rnk: 3453.08ms/8 | MxRtt/Rnk: 3468.20ms/0 | MnPwr/Rnk: 601796W/8 |",
+                Some(Progress::Extremes {
+                    fastest_rank: 8,
+                    fastest_ns: 3_453_080_000,
+                    slowest_rank: 0,
+                    slowest_ns: 3_468_200_000,
+                }),
+            ),
+            (
+                "| MnRtt/Rnk: 1.50ms/Rank-3 | MxRtt/Rnk: 2.25ms/Rank-1",
+                Some(Progress::Extremes {
+                    fastest_rank: 3,
+                    fastest_ns: 1_500_000,
+                    slowest_rank: 1,
+                    slowest_ns: 2_250_000,
+                }),
+            ),
+            ("^^^^ Bottom 4 Ranks with lowest  Etpt(TF): 296.02/0, 296.17/2,", None),
+            ("| MxRtt/Rnk: 2.25ms/1", None),
+            // torchtitan, with grad_norm (newest) and the old `wps` form.
+            (
+                "[titan] 2025-03-14 10:22:31,418 - root - INFO - step: 10  loss:  7.1234  grad_norm:  1.2345  memory: 45.67GiB(57.70%)  tps: 12,345  tflops: 345.67  mfu: 34.95%",
+                iteration(Torchtitan, 10, None),
+            ),
+            (
+                "step:  1  loss: 10.8765  memory:  3.21GiB(4.05%)  wps: 1,024  mfu: 0.50%",
+                iteration(Torchtitan, 1, None),
+            ),
+            ("validate step: 10  loss:  7.0000  memory: 1.00GiB(1.00%)  tps: 9", None),
+            ("time (ms) | fwd_microstep: 1.0 | bwd_microstep: 2.0 | step_microstep: 3.0", None),
+            ("optimizer step: 3", None),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(parse(line), expected, "{line}");
+        }
+    }
+}

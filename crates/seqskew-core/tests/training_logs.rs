@@ -1,0 +1,158 @@
+//! Training logs as input (`tests/fixtures/training_logs`, see its README): the iteration
+//! lines of Megatron-LM and torchtitan read from the forms their sources print, and real
+//! torchrun jobs made here on CPU whose console and lengths record get the verdict written
+//! from how each job was made (`expected.tsv`), never from what the code printed.
+#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+
+use std::path::{Path, PathBuf};
+
+use seqskew_core::analysis::diagnose;
+use seqskew_core::diag::Severity;
+use seqskew_core::import::{FileImport, assemble, import_bytes};
+use seqskew_core::report::Report;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/training_logs")
+}
+
+fn import(path: &Path) -> FileImport {
+    import_bytes(&path.file_name().unwrap().to_string_lossy(), &std::fs::read(path).unwrap())
+}
+
+/// The `#   line N: step S, …` comments at the top of a forms file: the parse its author
+/// wrote from the format strings, (line, step, the time per iteration in ms where given).
+fn expected_parse(text: &str) -> Vec<(u64, u64, Option<f64>)> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("#   line "))
+        .map(|l| {
+            let (line, rest) = l.split_once(": step ").unwrap();
+            let (step, rest) = rest.split_once(',').unwrap_or((rest, ""));
+            let ms = rest.trim().strip_prefix("ms_per_iteration ").map(|t| t.parse().unwrap());
+            (line.parse().unwrap(), step.trim().parse().unwrap(), ms)
+        })
+        .collect()
+}
+
+#[test]
+fn iteration_lines_are_read_as_their_sources_print_them() {
+    for (file, timed) in [("megatron_forms.log", true), ("torchtitan_forms.log", false)] {
+        let path = dir().join(file);
+        let expected = expected_parse(&std::fs::read_to_string(&path).unwrap());
+        assert!(expected.len() >= 10, "{file}: the expected parse is listed");
+        let evidence = import(&path).failure.unwrap();
+        let read: Vec<(u64, u64, Option<f64>)> =
+            evidence.iterations.iter().map(|i| (i.line, i.step, i.step_ns.map(|ns| ns as f64 / 1e6))).collect();
+        if timed {
+            assert_eq!(read, expected, "{file}");
+        } else {
+            let steps: Vec<(u64, u64)> = read.iter().map(|&(line, step, _)| (line, step)).collect();
+            let wanted: Vec<(u64, u64)> = expected.iter().map(|&(line, step, _)| (line, step)).collect();
+            assert_eq!(steps, wanted, "{file}");
+            assert!(read.iter().all(|r| r.2.is_none()), "{file}: torchtitan prints no step time");
+        }
+    }
+}
+
+#[test]
+fn straggler_lines_name_each_intervals_slowest_and_fastest_rank() {
+    let evidence = import(&dir().join("megatron_forms.log")).failure.unwrap();
+    assert!(!evidence.rank_extremes.is_empty(), "the forms file has straggler lines");
+    for e in &evidence.rank_extremes {
+        assert!(e.slowest_ns >= e.fastest_ns, "line {}: MxRtt below MnRtt", e.line);
+    }
+}
+
+fn report_of(case: &str) -> Report {
+    let imports: Vec<FileImport> =
+        ["console.log.gz", "lengths.jsonl"].iter().map(|f| import(&dir().join(case).join(f))).collect();
+    for import in &imports {
+        let errors: Vec<_> = import.diagnostics.iter().filter(|d| d.severity == Severity::Error).collect();
+        assert!(errors.is_empty(), "{case}/{}: {errors:?}", import.file);
+    }
+    let inputs: Vec<_> = imports.iter().map(FileImport::summary).collect();
+    diagnose(&assemble(&imports), &inputs)
+}
+
+/// Cases whose inputs cannot show how they were made, and why: the verdict must then be
+/// `inconclusive` saying so, never a confident other cause.
+const CANNOT_SHOW: [(&str, &str); 1] = [(
+    // One 2048-token document on a random rank every step: the costliest shard costs the same
+    // every step, so the job's step time is flat and a log without per-rank times cannot say
+    // what the imbalance costs (the Megatron-LM twin with straggler lines can).
+    "torchtitan_seqlen",
+    "does not vary with it",
+)];
+
+#[test]
+fn real_cpu_jobs_logs_get_the_verdict_they_were_made_for() {
+    let table = std::fs::read_to_string(dir().join("expected.tsv")).unwrap();
+    let mut checked = 0;
+    for line in table.lines().skip(1) {
+        let [case, _form, primary, slow_ranks] = line.split('\t').collect::<Vec<_>>()[..] else {
+            panic!("expected.tsv: {line:?} is not four tab-separated fields");
+        };
+        let report = report_of(case);
+        let said = format!("{case}: {} ({})", report.verdict.headline, report.verdict.confidence);
+        assert_eq!(report.job.step_times.as_deref(), Some("training_log"), "{said}");
+        assert_ne!(report.verdict.confidence, "high", "a log alone never gives high confidence: {said}");
+        assert!(report.verdict.to_confirm.is_some(), "{said}: says what a log cannot tell");
+        match CANNOT_SHOW.iter().find(|(c, _)| *c == case) {
+            Some((_, why)) => {
+                assert_eq!(report.verdict.primary, "inconclusive", "{said}");
+                assert!(report.verdict.headline.contains(why), "{said}");
+            }
+            None => assert_eq!(report.verdict.primary, primary, "{said}"),
+        }
+        let slow: Vec<u32> = report.slow_workers.iter().map(|w| w.rank).collect();
+        let expected: Vec<u32> = slow_ranks.split(',').filter_map(|r| r.parse().ok()).collect();
+        if primary == "slow_worker" {
+            assert_eq!(slow, expected, "{said}");
+        }
+        if primary == "sequence_length_imbalance" && report.verdict.primary == primary {
+            assert!(report.slowdown.factor >= 1.10, "{said}: S = {}", report.slowdown.factor);
+            assert!(report.fix.cost_function.is_some(), "{said}: the fix has the fitted cost");
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 6);
+}
+
+/// A step log with lengths and the job's step time but no per-rank compute is judged by what
+/// step times can show, not replayed as if every rank took the same time ("balanced, high"
+/// before). Written here: 4 ranks, 12 steps; the rank holding one long document changes
+/// every step and the step time follows its Σ L².
+#[test]
+fn a_step_log_of_lengths_and_job_step_times_is_judged_by_its_step_times() {
+    let mut rows = String::new();
+    for step in 0..12u64 {
+        let heavy = step % 4;
+        let long = 1024 + 256 * (step % 5);
+        for rank in 0..4u64 {
+            let lengths = if rank == heavy { format!("[{long}]") } else { format!("[{}, {}]", long / 2, long / 2) };
+            // 50 ms plus 40 ns per token² of the heaviest shard: the pace the long document sets.
+            let step_s = 0.05 + 40e-9 * (long * long) as f64;
+            rows.push_str(&format!(
+                "{{\"step\":{step},\"rank\":{rank},\"step_s\":{step_s:.9},\"lengths\":{lengths}}}\n"
+            ));
+        }
+    }
+    let imports = vec![import_bytes("steps.jsonl", rows.as_bytes())];
+    let report = diagnose(&assemble(&imports), &imports.iter().map(FileImport::summary).collect::<Vec<_>>());
+    assert_eq!(report.job.step_times.as_deref(), Some("job_level"));
+    assert_eq!(report.verdict.primary, "sequence_length_imbalance", "{}", report.verdict.headline);
+    assert!(report.slowdown.factor > 1.10, "S = {}", report.slowdown.factor);
+
+    // The same lengths without any time: no verdict, and it says what to add.
+    let lengths_only: String = rows
+        .lines()
+        .map(|l| {
+            let (head, tail) = l.split_once(",\"step_s\":").unwrap();
+            let tail = tail.split_once(',').unwrap().1;
+            format!("{head},{tail}\n")
+        })
+        .collect();
+    let imports = vec![import_bytes("lengths.jsonl", lengths_only.as_bytes())];
+    let report = diagnose(&assemble(&imports), &imports.iter().map(FileImport::summary).collect::<Vec<_>>());
+    assert_eq!(report.verdict.primary, "inconclusive");
+    assert!(report.verdict.headline.contains("no step times"), "{}", report.verdict.headline);
+}
