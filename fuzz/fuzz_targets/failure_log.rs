@@ -2,8 +2,10 @@
 //! byte (never in UTF-8 text, so a seed of several logs can hold it), each named like a log and
 //! imported whole, in two pieces and in small pieces. The promises: no panic; chunking never
 //! changes what a file says about a failure (its evidence, format and diagnostics); the
-//! evidence keeps its documented shape; and the diagnosis of all the files together never
-//! panics and names each rank at most once, sorted, never as both initiating and collateral.
+//! evidence keeps its documented shape; the diagnosis of all the files together never
+//! panics and names each rank at most once, sorted, never as both initiating and collateral;
+//! and the straggler verdict their iteration lines give (`analysis::logged`) never panics and
+//! has a finite slowdown of at least 1.
 #![no_main]
 
 #[allow(dead_code)] // the trace targets' helpers; this target uses `chunked` and `invariants`
@@ -11,7 +13,7 @@ mod common;
 
 use libfuzzer_sys::fuzz_target;
 use seqskew_core::failure::{FileEvidence, diagnose, log::MAX_EVENTS};
-use seqskew_core::import::{FileImport, FileIngest, import_bytes};
+use seqskew_core::import::{FileImport, FileIngest, assemble, import_bytes};
 use seqskew_core::report::FAILURE_CAUSES;
 
 /// Separates the files of one input.
@@ -26,7 +28,7 @@ const SCANNER_BATCH: usize = 1 << 20;
 const FILLER_LINE: usize = 1024;
 
 fuzz_target!(|data: &[u8]| {
-    let mut evidence: Vec<FileEvidence> = Vec::new();
+    let mut imports: Vec<FileImport> = Vec::new();
     for (part, name) in data.splitn(NAMES.len(), |&b| b == SEPARATOR).zip(NAMES) {
         let hash = fnv(part);
         let padded;
@@ -38,9 +40,15 @@ fuzz_target!(|data: &[u8]| {
         } else {
             part
         };
-        let import = check(name, content, hash, content.len() - part.len());
-        evidence.extend(import.failure);
+        imports.push(check(name, content, hash, content.len() - part.len()));
     }
+    let summaries: Vec<_> = imports.iter().map(FileImport::summary).collect();
+    let report = seqskew_core::analysis::diagnose(&assemble(&imports), &summaries);
+    if report.job.step_times.is_some() {
+        let s = report.slowdown.factor;
+        assert!(s.is_finite() && s >= 1.0, "slowdown {s} from step times alone");
+    }
+    let evidence: Vec<FileEvidence> = imports.into_iter().filter_map(|i| i.failure).collect();
     if let Some(failure) = diagnose(&evidence) {
         let initiating = &failure.initiating_ranks;
         assert!(initiating.windows(2).all(|w| w[0] < w[1]), "initiating ranks not sorted and unique: {initiating:?}");

@@ -361,6 +361,23 @@ test("a failed job with its step logs: where the failing rank stopped, in the pa
   assert.deepEqual(report.failure.in_job, { rank: 3, last_step: 2, job_last_step: 2, tokens: 901, longest: 458, batch_longest: 994 });
 });
 
+/** Training logs made for the core's tests: real consoles with their lengths records. */
+const TRAINING_LOGS = resolve("crates/seqskew-core/tests/fixtures/training_logs");
+
+test("a training log with the lengths each rank drew: the verdict from its step times", async (t) => {
+  const { page } = await open(t);
+  await verdictFor(page, ["seqlen-imbalance.trace.json"]);
+  // Real torchrun job (torchtitan's form): long-tailed documents packed to the same tokens per
+  // rank, so the step waits for whichever rank drew the costliest documents.
+  const files = ["console.log.gz", "lengths.jsonl"].map((f) => ({
+    name: f,
+    bytes: readFileSync(join(TRAINING_LOGS, "torchtitan_natural", f)),
+  }));
+  await dropFiles(page, files);
+  assert.equal(await verdictFor(page, ["console.log.gz", "lengths.jsonl"]), "sequence_length_imbalance");
+  assert.match(await page.locator("#verdict").innerText(), /training log's step times/);
+});
+
 test("the log of a job that succeeded: no failure found, no guess", async (t) => {
   const { page } = await open(t);
   await verdictFor(page, ["seqlen-imbalance.trace.json"]);

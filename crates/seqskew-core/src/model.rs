@@ -48,6 +48,14 @@ pub struct Worker {
 }
 
 impl Worker {
+    /// Whether any of its steps has a time other than `other` (compute, communication,
+    /// stalls…): a trace or a step log with per-rank times, not a record of lengths and the
+    /// job's step time only.
+    pub fn has_breakdown(&self) -> bool {
+        self.micro_batches.iter().any(|m| m.compute() > 0)
+            || self.steps.iter().any(|s| s.totals.sum() != s.totals.get(SpanKind::Other))
+    }
+
     /// Appends a step (after the worker's others), with its micro-batches and collectives.
     pub fn push_step(
         &mut self,

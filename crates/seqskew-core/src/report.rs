@@ -180,9 +180,10 @@ pub struct JobInfo {
     /// Job-level findings: duplicates, missing ranks, clock alignment.
     pub diagnostics: Vec<Diagnostic>,
     /// Where the verdict's step times come from when the inputs have no per-rank compute:
-    /// `training_log` (iteration lines) or `job_level` (a step log's step times); absent when
-    /// traces or a step log with per-rank times were analysed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `training_log` (iteration lines) or `job_level` (a step log's step times); none when
+    /// traces or a step log with per-rank times were analysed (`null`; not left out: the
+    /// browser's workers pass reports in bincode, which has no optional fields).
+    #[serde(default)]
     pub step_times: Option<String>,
 }
 

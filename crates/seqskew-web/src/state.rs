@@ -292,7 +292,7 @@ mod tests {
         };
         let run = Ok(Rc::new(JobResult { workers: 2, analysis: Some(Rc::new(analysis)), ..JobResult::default() }));
         let failure = seqskew_core::report::Failure { initiating_ranks: vec![1], ..Default::default() };
-        let reading = Ok(Rc::new(Reading { failure: Some(failure), files: Vec::new() }));
+        let reading = Ok(Rc::new(Reading { failure: Some(failure), ..Reading::default() }));
         let started = AppState::default()
             .reduce(Action::Started { job: 1, role: Role::Main, files: 2, bytes: 1 })
             .reduce(Action::FailureStarted { job: 1 });

@@ -135,6 +135,8 @@ pub enum Msg {
     Read { job: u32, range: SliceRange, read: Result<js_sys::Uint8Array, String> },
     /// Import worker `helper` of job `job` said this.
     Shared { job: u32, helper: usize, response: Response },
+    /// The failure worker answered (for the page `client`).
+    FailureAnswer { client: HandlerId, response: Response },
 }
 
 /// A part of one of a job's files: `[start, end)` of file `index`. Empty for a file with
@@ -153,6 +155,9 @@ pub struct AnalysisWorker {
     import_workers: Vec<WorkerBridge<AnalysisWorker>>,
     /// The failure worker, once a job had a log or a dump.
     failure: Option<FailureLink>,
+    /// A job read to its end whose verdict waits for the failure worker's reading of its logs
+    /// (it has no per-rank times of its own), and the bridge that asked for it.
+    awaiting_logs: Option<(HandlerId, RunningJob)>,
 }
 
 /// Runs a whole job synchronously, returning the payload `Done` would carry (tests, and
@@ -164,7 +169,7 @@ pub fn run_to_completion(files: Vec<InputFile>, slice_bytes: u64) -> js_sys::Uin
             job.blob_of(range).map_or_else(|| Ok(js_sys::Uint8Array::new_with_length(0)), |b| read_slice(&b, range));
         job.accept(read);
     }
-    encode(&job.finish())
+    encode(&job.finish(None))
 }
 
 /// Files with their indices in the job.
@@ -216,7 +221,7 @@ fn hand_on(
         Some(link) => link.send(job.id, &job.files, &deferred, end),
         None => FailureLink::start({
             let scope = scope.clone();
-            move |response| scope.respond(client, response)
+            move |response| scope.send_message(Msg::FailureAnswer { client, response })
         })
         .and_then(|started| {
             let sent = started.send(job.id, &job.files, &deferred, end);
@@ -257,13 +262,14 @@ impl Worker for AnalysisWorker {
     type Output = Response;
 
     fn create(_scope: &WorkerScope<Self>) -> Self {
-        AnalysisWorker { job: None, import_workers: Vec::new(), failure: None }
+        AnalysisWorker { job: None, import_workers: Vec::new(), failure: None, awaiting_logs: None }
     }
 
     fn update(&mut self, scope: &WorkerScope<Self>, msg: Msg) {
         match msg {
             Msg::Read { job, range, read } => self.read(scope, job, range, read),
             Msg::Shared { job, helper, response } => self.heard(scope, job, helper, response),
+            Msg::FailureAnswer { client, response } => self.failure_answered(scope, client, response),
         }
     }
 
@@ -281,6 +287,7 @@ impl Worker for AnalysisWorker {
                 Err(message) => scope.respond(client, Response::Crashed { message }),
             },
             Request::Cancel { job } => {
+                self.awaiting_logs.take_if(|(_, j)| j.id == job);
                 if let Some((client, cancelled)) = self.job.take_if(|(_, j)| j.id == job) {
                     self.import_workers.clear();
                     if cancelled.handed_on {
@@ -307,6 +314,8 @@ impl AnalysisWorker {
     }
 
     fn start(&mut self, scope: &WorkerScope<Self>, client: HandlerId, job: RunningJob) {
+        // A newer job replaces one still waiting for its logs.
+        self.awaiting_logs = None;
         self.job = Some((client, job));
         self.pump(scope);
     }
@@ -347,8 +356,19 @@ impl AnalysisWorker {
         let id = job.id;
         let response = match job.role {
             Role::Analyze => {
+                // A job without per-rank times is judged from step times alone (a training
+                // log's, or its step logs' own) where the log readers are, in the failure
+                // worker: its step logs go there too, and the answer waits for it.
+                let untimed = job.untimed();
+                if untimed {
+                    job.defer_step_logs();
+                }
                 hand_on(&mut self.failure, scope, client, &mut job, true);
-                Response::Done { job: id, payload: encode(&job.finish()) }
+                if untimed && job.handed_on {
+                    self.awaiting_logs = Some((client, job));
+                    return;
+                }
+                Response::Done { job: id, payload: encode(&job.finish(None)) }
             }
             Role::Import => {
                 let deferred = std::mem::take(&mut job.deferred);
@@ -385,6 +405,23 @@ impl AnalysisWorker {
             | Response::FailureRead { .. } => {}
         }
         self.pump(scope);
+    }
+
+    /// The failure worker answered: a job waiting for its logs' step times is finished with
+    /// them, then the answer goes on to the page.
+    fn failure_answered(&mut self, scope: &WorkerScope<Self>, client: HandlerId, response: Response) {
+        if let Response::FailureRead { job, payload, .. } = &response
+            && let Some((waiting_client, waiting)) =
+                self.awaiting_logs.take_if(|(_, j)| job.is_none_or(|job| job == j.id))
+        {
+            let report = payload
+                .dyn_ref::<js_sys::Uint8Array>()
+                .and_then(|p| decode::<seqskew_core::failure::Reading>(p).ok())
+                .and_then(|reading| reading.report);
+            let id = waiting.id;
+            scope.respond(waiting_client, Response::Done { job: id, payload: encode(&waiting.finish(report)) });
+        }
+        scope.respond(client, response);
     }
 
     /// An import worker failed: so did the job (the page starts a new analysis worker).
@@ -595,8 +632,28 @@ impl RunningJob {
         self.offset = 0;
     }
 
-    /// Assembles and analyses every worker's files, in the job's order.
-    fn finish(self) -> JobResult {
+    /// Whether the job has training steps (step logs read here, or logs handed on, which may
+    /// hold iteration lines) but no per-rank times: its verdict comes from step times alone.
+    fn untimed(&self) -> bool {
+        let mut workers = self.imports.iter().flat_map(|(_, i)| &i.workers);
+        (self.handed_on || !self.deferred.is_empty() || workers.clone().next().is_some())
+            && !workers.any(seqskew_core::model::Worker::has_breakdown)
+    }
+
+    /// Hands the files that made workers (step logs of lengths) on to the failure worker with
+    /// the logs, read there again from their blobs.
+    fn defer_step_logs(&mut self) {
+        let with_steps = self.imports.iter().filter(|(_, i)| !i.workers.is_empty());
+        let files: Vec<DeferredFile> =
+            with_steps.map(|&(index, _)| DeferredFile { index, bytes: wasm_bindgen::JsValue::UNDEFINED }).collect();
+        self.deferred.extend(files);
+        self.deferred.sort_by_key(|d| d.index);
+    }
+
+    /// Assembles and analyses every worker's files, in the job's order. `from_step_times` is
+    /// the failure worker's report of a job without per-rank times: its verdict replaces the
+    /// one made here, which cannot read step times from logs.
+    fn finish(self, from_step_times: Option<seqskew_core::report::Report>) -> JobResult {
         let read_ms = self.elapsed_ms();
         let (import_workers, read_wasm_bytes) = (1 + self.claims.readers(), wasm_bytes() + self.claims.wasm_bytes());
         let mut imports = self.imports;
@@ -606,7 +663,15 @@ impl RunningJob {
         let files: Vec<_> = imports.iter().map(FileImport::summary).collect();
         let assembled = assemble_owned(imports);
         let job = &assembled.job;
-        let analysis = (!job.workers.is_empty()).then(|| analyze(&assembled, &files));
+        let mut analysis = (!job.workers.is_empty()).then(|| analyze(&assembled, &files));
+        if let Some(theirs) = from_step_times {
+            let inputs = analysis.as_ref().map(|a| a.report.inputs.clone()).unwrap_or_else(|| theirs.inputs.clone());
+            let report = seqskew_core::report::Report { inputs, ..theirs };
+            match analysis.as_mut() {
+                Some(a) => a.report = report,
+                None => analysis = Some(seqskew_core::analysis::Analysis { report, views: Default::default() }),
+            }
+        }
         let pipelines = match &analysis {
             Some(a) if a.report.job.pp > 1 => a
                 .views

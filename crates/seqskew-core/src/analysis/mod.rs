@@ -7,6 +7,7 @@
 
 pub mod costmodel;
 pub mod frame;
+#[cfg(feature = "failure")]
 pub mod logged;
 pub mod par;
 pub mod replay;
@@ -73,6 +74,20 @@ fn failure_of(assembled: &Assembled) -> Option<report::Failure> {
     #[cfg(not(feature = "failure"))]
     {
         let _ = assembled;
+        None
+    }
+}
+
+/// Without per-rank times (a training log, a step log of lengths and step times only), the
+/// report as step times alone can make it ([`logged`]). Part of the `failure` feature (the
+/// log readers): the browser's first bundle leaves it to the failure worker.
+fn from_step_times(report: &Report, assembled: &Assembled) -> Option<Report> {
+    #[cfg(feature = "failure")]
+    return logged::step_times(&assembled.job, &assembled.failures)
+        .map(|times| logged::report(report.clone(), &assembled.job, &times));
+    #[cfg(not(feature = "failure"))]
+    {
+        let _ = (report, assembled);
         None
     }
 }
@@ -323,10 +338,8 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
         verify_command: verify_command(inputs),
         failure: failure_of(assembled),
     };
-    // Without per-rank compute (a training log, a step log of lengths and step times only),
-    // the verdict is what step times alone can show.
-    let mut report = match logged::step_times(job, &assembled.failures) {
-        Some(times) => logged::report(report, job, &times),
+    let mut report = match from_step_times(&report, assembled) {
+        Some(report) => report,
         None if job.workers.is_empty() => without_steps(report),
         None => report,
     };

@@ -43,12 +43,28 @@ pub use evidence::{Event, EventKind, FileEvidence, LastOutput, file_rank, looks_
 pub struct Reading {
     pub failure: Option<crate::report::Failure>,
     pub files: Vec<crate::import::file_import::FileSummary>,
+    /// The straggler report of the files, when they hold training steps (step logs of
+    /// lengths, a training log's iteration lines) and no per-rank times: the analysis worker
+    /// of the browser hands such jobs here, where the verdict from step times alone is built.
+    #[serde(default)]
+    pub report: Option<crate::report::Report>,
 }
 
-/// The [`Reading`] of imported files (their evidence moved, not copied: 4096 dumps' worth).
+/// The [`Reading`] of imported files (their evidence moved, not copied: 4096 dumps' worth), with
+/// a straggler report when they hold training steps without per-rank times.
 #[cfg(feature = "failure")]
 pub fn reading(imports: Vec<crate::import::file_import::FileImport>) -> Reading {
-    let files = imports.iter().map(crate::import::file_import::FileImport::summary).collect();
+    let files: Vec<_> = imports.iter().map(crate::import::file_import::FileImport::summary).collect();
+    let has_steps = imports.iter().any(|i| {
+        !i.workers.is_empty()
+            || i.failure.as_ref().is_some_and(|e| !e.iterations.is_empty() || !e.rank_extremes.is_empty())
+    });
+    let untimed = !imports.iter().flat_map(|i| &i.workers).any(crate::model::Worker::has_breakdown);
+    if has_steps && untimed {
+        let assembled = crate::import::assemble_owned(imports);
+        let report = crate::analysis::diagnose(&assembled, &files);
+        return Reading { failure: report.failure.clone(), files, report: Some(report) };
+    }
     let evidence: Vec<FileEvidence> = imports.into_iter().filter_map(|i| i.failure).collect();
-    Reading { failure: diagnose(&evidence), files }
+    Reading { failure: diagnose(&evidence), files, report: None }
 }

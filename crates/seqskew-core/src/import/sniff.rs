@@ -100,7 +100,7 @@ pub fn sniff(head: &[u8]) -> Result<Format, String> {
     let has = |needle: &str| contains(text, needle.as_bytes());
     let is_json = match first {
         b'{' => starts_with_after_space(text.get(1..).unwrap_or_default(), b"\"}"),
-        b'[' => starts_with_after_space(text.get(1..).unwrap_or_default(), b"{[]\"0123456789-"),
+        b'[' => starts_like_json_array(text.get(1..).unwrap_or_default()),
         _ => false,
     };
     let is_trace = has("\"traceEvents\"") || has("\"ph\"");
@@ -141,6 +141,21 @@ pub fn sniff(head: &[u8]) -> Result<Format, String> {
 /// document cut after its opening bracket is still JSON).
 fn starts_with_after_space(text: &[u8], allowed: &[u8]) -> bool {
     text.iter().find(|b| !b.is_ascii_whitespace()).is_none_or(|b| allowed.contains(b))
+}
+
+/// After an opening bracket: an array's first element, or its end. A number must be followed
+/// by `,` or `]`, so that a log line opening with a time stamp (`[2024-03-14 10:22:31] iteration
+/// …`, Megatron-LM's and DeepSpeed's) is not taken for a JSON array.
+fn starts_like_json_array(text: &[u8]) -> bool {
+    let rest = text.get(text.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(text.len())..).unwrap_or_default();
+    match rest.first() {
+        Some(b'0'..=b'9' | b'-') => {
+            let number = rest.iter().position(|b| !matches!(b, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-'));
+            let after = number.and_then(|n| rest.get(n..)).unwrap_or_default();
+            starts_with_after_space(after, b",]")
+        }
+        _ => starts_with_after_space(rest, b"{[]\""),
+    }
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -239,6 +254,12 @@ mod tests {
         check("[rank0]: Traceback (most recent call last):\n", Ok(Format::Log));
         check("[E709 17:05:38.162 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught", Ok(Format::Log));
         check("{'loss': 2.3, 'epoch': 0.1}\n", Ok(Format::Log));
+        // Logs that open with a time stamp in brackets (Megatron-LM, DeepSpeed), not JSON.
+        check(" [2024-03-14 10:22:31] iteration        4/      40 | consumed samples: 16 |\n", Ok(Format::Log));
+        check("[2024-03-14 10:22:31,418] [INFO] [logging.py:96:log_dist] [Rank 0] step=10\n", Ok(Format::Log));
+        // Arrays of numbers are still JSON.
+        check("[12.5, -3e2]", Err("JSON, but not a trace"));
+        check("[ 7 ]", Err("JSON, but not a trace"));
         assert_eq!(sniff(b"\x80\x02}q\x00(X\x07\x00\x00\x00version"), Ok(Format::FlightRecorder));
         check(
             r#"{"version": "2.10", "pg_config": {}, "pg_status": {}, "entries": []}"#,

@@ -26,6 +26,9 @@ const MIN_EXTREMES: usize = 3;
 const PERSISTENT: f64 = 0.6;
 /// The fit explains the step time well enough to weigh its predictions.
 const GOOD_FIT: f64 = 0.5;
+/// At most this share of the measured step is put down to the data (a fit extrapolating
+/// beyond it would make the ideal step vanish).
+const MAX_LOST: f64 = 0.9;
 
 /// What a log cannot tell, said with every verdict drawn from one.
 const WHAT_A_LOG_CANNOT_TELL: &str = "A log has the job's step time, not each rank's compute: a profiler trace of 5–10 steps on every rank (docs/capture.md) shows which rank computed longest and confirms the cause.";
@@ -33,7 +36,7 @@ const WHAT_A_LOG_CANNOT_TELL: &str = "A log has the job's step time, not each ra
 /// The step times to judge the job by, when the job has no per-rank time breakdown (no
 /// traces): the logs' iteration lines, else the step log's own step times (possibly none).
 pub fn step_times(job: &Job, evidence: &[crate::failure::evidence::FileEvidence]) -> Option<StepTimes> {
-    if !times::has_no_breakdown(job) {
+    if job.workers.iter().any(crate::model::Worker::has_breakdown) {
         return None;
     }
     times::from_logs(evidence).or_else(|| times::from_job(job))
@@ -163,14 +166,14 @@ impl Found<'_> {
                 // Noise the fit does not explain is not put down to the data.
                 let excess = |c: &fit::IntervalCosts| (c.predicted - c.balanced).max(0.0);
                 let lost = mean(&mut d.per_interval.iter().map(|c| (excess(c), c.interval.steps() as f64))).0;
-                (actual, lost)
+                (actual, lost.min(actual.0 * MAX_LOST))
             }
             (None, Some(r)) => {
                 let with_lengths =
                     self.times.intervals.iter().filter(|i| shards.range(i.first..=i.last).next().is_some());
                 let actual = mean(&mut with_lengths.map(|i| (i.step_ns, i.steps() as f64)));
                 let lost = super::stats::mean(&r.lost_per_step.values().copied().collect::<Vec<f64>>());
-                (actual, lost.min(actual.0 * 0.9))
+                (actual, lost.min(actual.0 * MAX_LOST))
             }
             (None, None) => (mean(&mut self.times.intervals.iter().map(|i| (i.step_ns, i.steps() as f64))), 0.0),
         };

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::analysis::stats::median;
 use crate::failure::evidence::{FileEvidence, Iteration, TrainingLog};
-use crate::model::{Job, SpanKind};
+use crate::model::Job;
 
 /// Steps `first..=last` took `step_ns` each on average.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -18,7 +18,7 @@ pub struct Interval {
 impl Interval {
     /// How many steps the interval holds.
     pub fn steps(&self) -> u64 {
-        self.last.saturating_sub(self.first) + 1
+        self.last.saturating_sub(self.first).saturating_add(1)
     }
 }
 
@@ -102,7 +102,7 @@ fn extremes_of(file: &FileEvidence) -> Vec<Extremes> {
     let all: Vec<&Iteration> = file.iterations.iter().filter(|i| i.form == TrainingLog::Megatron).collect();
     let spacing = spacing(&all);
     let reported: Vec<&Iteration> = all.iter().copied().filter(|i| i.step % spacing == 0).collect();
-    let interval = |i: &Iteration| ((i.step + 1).saturating_sub(spacing).max(1).min(i.step), i.step);
+    let interval = |i: &Iteration| (i.step.saturating_add(1).saturating_sub(spacing).max(1).min(i.step), i.step);
     let lines = file.rank_extremes.iter().filter(|e| e.fastest_ns > 0);
     let mut before = all.iter().peekable();
     let mut last = None;
@@ -154,19 +154,11 @@ fn intervals(lines: &[&Iteration]) -> Vec<Interval> {
             },
             (None, None) => continue,
         };
-        let first = after.map_or_else(|| (line.step + 1).saturating_sub(spacing).max(1).min(line.step), |p| p.step + 1);
+        let first = after
+            .map_or_else(|| line.step.saturating_add(1).saturating_sub(spacing).max(1).min(line.step), |p| p.step + 1);
         out.push(Interval { first, last: line.step, step_ns });
     }
     out
-}
-
-/// True when no step of the job has any time but `other`: a step log with the job's step time
-/// (or none) and lengths, no per-rank compute, communication or stalls.
-pub fn has_no_breakdown(job: &Job) -> bool {
-    job.workers.iter().all(|w| {
-        w.micro_batches.iter().all(|m| m.compute() == 0)
-            && w.steps.iter().all(|s| s.totals.sum() == s.totals.get(SpanKind::Other))
-    })
 }
 
 /// The step times of a job without a breakdown: each step's longest duration over the ranks
