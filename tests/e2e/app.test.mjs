@@ -376,6 +376,10 @@ test("a training log with the lengths each rank drew: the verdict from its step 
   await dropFiles(page, files);
   assert.equal(await verdictFor(page, ["console.log.gz", "lengths.jsonl"]), "sequence_length_imbalance");
   assert.match(await page.locator("#verdict").innerText(), /training log's step times/);
+  // A Megatron-LM console alone, with its straggler lines: rank 2 was made slow (extra compute).
+  await dropFiles(page, [{ name: "console.log.gz", bytes: readFileSync(join(TRAINING_LOGS, "megatron_slow_rank", "console.log.gz")) }]);
+  assert.equal(await verdictFor(page, ["console.log.gz"]), "slow_worker");
+  assert.match(await page.locator("#verdict").innerText(), /Rank 2 was the slowest/);
 });
 
 test("the log of a job that succeeded: no failure found, no guess", async (t) => {

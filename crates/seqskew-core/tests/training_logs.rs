@@ -156,3 +156,24 @@ fn a_step_log_of_lengths_and_job_step_times_is_judged_by_its_step_times() {
     assert_eq!(report.verdict.primary, "inconclusive");
     assert!(report.verdict.headline.contains("no step times"), "{}", report.verdict.headline);
 }
+
+/// A lengths record numbered from 0 beside a Megatron-LM log numbered from 1: the report says
+/// the join by step number is off by one, rather than only that few steps have lengths.
+#[test]
+fn a_lengths_record_counted_from_zero_is_named_as_the_problem() {
+    let case = dir().join("megatron_natural");
+    let shifted: String = std::fs::read_to_string(case.join("lengths.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (head, rest) = l.split_once("\"step\":").unwrap();
+            let (number, tail) = rest.split_once(',').unwrap();
+            let step: u64 = number.trim().parse().unwrap();
+            format!("{head}\"step\":{},{tail}\n", step - 1)
+        })
+        .collect();
+    let imports = vec![import(&case.join("console.log.gz")), import_bytes("lengths.jsonl", shifted.as_bytes())];
+    let report = diagnose(&assemble(&imports), &imports.iter().map(FileImport::summary).collect::<Vec<_>>());
+    let said: Vec<&str> = report.job.diagnostics.iter().map(|d| d.message.as_str()).collect();
+    assert!(said.iter().any(|m| m.contains("the lengths' step k is taken as the log's step k+1")), "{said:?}");
+}

@@ -54,6 +54,8 @@ pub enum TrainingLog {
     Megatron,
     /// torchtitan's metrics line: `step: N  loss: …  memory: …  tps: …`.
     Torchtitan,
+    /// DeepSpeed's pipeline engine: `steps: N loss: … iter time (s): … samples/sec: …`.
+    DeepSpeed,
 }
 
 /// One training-progress line: the iteration it reports and what it says of time.

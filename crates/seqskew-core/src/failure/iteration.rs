@@ -13,11 +13,14 @@
 //! - torchtitan, `torchtitan/components/metrics.py` `MetricsProcessor.log`:
 //!   `step: 10  loss:  7.1234  grad_norm: …  memory: …GiB(…%)  tps: 12,345  …` (no time of its
 //!   own: the step time comes from the logger's time stamps); `validate step:` is not a step.
+//! - DeepSpeed, `deepspeed/runtime/pipe/engine.py` `PipelineEngine.train_batch` (rank 0,
+//!   `print`): `steps: 100 loss: 2.3456 iter time (s): 1.234 samples/sec: 414.911` (the time is
+//!   the mean over `steps_per_print` steps; a fork writes `step:     5 /  1000 loss: …`).
 
 use super::evidence::TrainingLog;
 
 /// Substrings every progress line holds: what the scanner searches for.
-pub const ANCHORS: [&str; 3] = ["iteration", "MxRtt/Rnk", "step:"];
+pub const ANCHORS: [&str; 4] = ["iteration", "MxRtt/Rnk", "step:", "steps:"];
 
 /// What a progress line says.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,7 +31,10 @@ pub enum Progress {
 
 /// The progress `body` (a line without its prefixes, colours removed) reports, if any.
 pub fn parse(body: &str) -> Option<Progress> {
-    megatron_iteration(body).or_else(|| straggler(body)).or_else(|| torchtitan_step(body))
+    megatron_iteration(body)
+        .or_else(|| straggler(body))
+        .or_else(|| deepspeed_steps(body))
+        .or_else(|| torchtitan_step(body))
 }
 
 /// `iteration {:8d}/{:8d} |` and, when present, `elapsed time per iteration (ms): {:.1f}`.
@@ -51,6 +57,15 @@ fn straggler(body: &str) -> Option<Progress> {
     let (fastest_ns, fastest_rank) = value_with_rank(value_after(body, "MnRtt/Rnk:")?)?;
     let (slowest_ns, slowest_rank) = value_with_rank(value_after(body, "MxRtt/Rnk:")?)?;
     Some(Progress::Extremes { fastest_rank, fastest_ns, slowest_rank, slowest_ns })
+}
+
+/// `steps: {global_steps} loss: … iter time (s): {:0.3f} samples/sec: …` (or a fork's `step: N / M`).
+fn deepspeed_steps(body: &str) -> Option<Progress> {
+    let seconds = value_after(body, "iter time (s):")?;
+    let step_ns = decimal_ns(seconds, 1e9);
+    let (_, after) = ["steps:", "step:"].iter().find_map(|key| body.split_once(key))?;
+    let (step, _) = leading_integer(after.trim_start())?;
+    Some(Progress::Iteration { form: TrainingLog::DeepSpeed, step, step_ns })
 }
 
 /// `step: {step:2}  loss: …`, not `validate step:` nor a longer word ending in `step:`.
@@ -160,6 +175,16 @@ mod tests {
             ("validate step: 10  loss:  7.0000  memory: 1.00GiB(1.00%)  tps: 9", None),
             ("time (ms) | fwd_microstep: 1.0 | bwd_microstep: 2.0 | step_microstep: 3.0", None),
             ("optimizer step: 3", None),
+            // DeepSpeed's pipeline engine, and a fork's form; its other step lines say no time.
+            (
+                "steps: 100 loss: 2.3456 iter time (s): 1.234 samples/sec: 414.911",
+                iteration(TrainingLog::DeepSpeed, 100, Some(1_234_000_000)),
+            ),
+            (
+                "step:     5 /  1000 loss: 2.0000 iter time (s): 0.500 samples/sec: 64.000 eta: 00:08:20",
+                iteration(TrainingLog::DeepSpeed, 5, Some(500_000_000)),
+            ),
+            ("[Rank 0] step=100, skipped=0, lr=[0.0003], mom=[(0.9, 0.95)]", None),
         ];
         for (line, expected) in cases {
             assert_eq!(parse(line), expected, "{line}");

@@ -52,6 +52,7 @@ fn describe_progress(evidence: &FileEvidence) -> String {
         let form = match first.form {
             TrainingLog::Megatron => "Megatron-LM iteration",
             TrainingLog::Torchtitan => "torchtitan step",
+            TrainingLog::DeepSpeed => "DeepSpeed step",
         };
         let (low, high) =
             evidence.iterations.iter().fold((first.step, last.step), |(lo, hi), i| (lo.min(i.step), hi.max(i.step)));

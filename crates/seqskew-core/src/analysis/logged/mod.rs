@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use super::signals::{not_applicable, signal};
 use super::verdict::{self, STRAGGLING};
+use crate::diag::{Diagnostic, Severity};
 use crate::model::Job;
 use crate::report::{CauseShare, Fix, Initiators, Report, Signal, SlowWorker, Slowdown, Straggler, Verdict, round};
 use times::{Source, StepTimes};
@@ -29,6 +30,8 @@ const GOOD_FIT: f64 = 0.5;
 /// At most this share of the measured step is put down to the data (a fit extrapolating
 /// beyond it would make the ideal step vanish).
 const MAX_LOST: f64 = 0.9;
+/// How much better a fit must explain the step time for another numbering to be named.
+const CLEARLY_BETTER: f64 = 0.2;
 
 /// What a log cannot tell, said with every verdict drawn from one.
 const WHAT_A_LOG_CANNOT_TELL: &str = "A log has the job's step time, not each rank's compute: a profiler trace of 5–10 steps on every rank (docs/capture.md) shows which rank computed longest and confirms the cause.";
@@ -56,7 +59,7 @@ pub fn report(report: Report, job: &Job, times: &StepTimes) -> Report {
     };
     let slowdown = found.slowdown(&shards);
     let (verdict, fix) = decide(&found, &slowdown, found.signals(), &shards);
-    let steps: u64 = times.intervals.iter().map(|i| i.steps()).sum();
+    let steps = times.intervals.iter().fold(0u64, |n, i| n.saturating_add(i.steps()));
     let stragglers = times
         .extremes
         .iter()
@@ -70,6 +73,7 @@ pub fn report(report: Report, job: &Job, times: &StepTimes) -> Report {
         _ => Vec::new(),
     };
     let mut job_info = report.job;
+    job_info.diagnostics.extend(join_problem(times, &shards));
     job_info.steps = usize::try_from(steps).unwrap_or(usize::MAX);
     job_info.first_step = times.intervals.first().map(|i| i.first);
     job_info.last_step = times.intervals.iter().map(|i| i.last).max();
@@ -101,6 +105,48 @@ struct Found<'a> {
     /// The most the lengths could make one rank take over the mean ([`fit::data_imbalance_bound`]).
     bound: Option<f64>,
     slowest: Option<Slowest>,
+}
+
+/// What is wrong with the join of the log and the lengths by step number, when something is:
+/// most logged steps have no lengths, or the step time follows the lengths clearly better with
+/// one side's numbers moved by one (one side counts from 0, the other from 1). Said, not
+/// corrected: the verdict keeps the numbers as given.
+fn join_problem(times: &StepTimes, shards: &BTreeMap<u64, Vec<fit::Shard>>) -> Option<Diagnostic> {
+    if times.source != Source::TrainingLog {
+        return None;
+    }
+    let (Some(&first), Some(&last)) = (shards.keys().next(), shards.keys().next_back()) else { return None };
+    let logged: Vec<u64> = times.intervals.iter().flat_map(|i| i.first..=i.last).take(1 << 20).collect();
+    let (Some(&low), Some(&high)) = (logged.iter().min(), logged.iter().max()) else { return None };
+    let covered = logged.iter().filter(|s| shards.contains_key(s)).count() as f64 / logged.len() as f64;
+    if covered < 0.5 {
+        return Some(Diagnostic::new(
+            Severity::Warning,
+            "",
+            None,
+            format!(
+                "the log's steps {low}–{high} and the lengths' steps {first}–{last} share only {:.0}% of the logged steps: the two are joined by step number",
+                covered * 100.0
+            ),
+        ));
+    }
+    let r2 = |shift: i64| {
+        let moved: BTreeMap<u64, Vec<fit::Shard>> =
+            shards.iter().filter_map(|(&k, v)| Some((k.checked_add_signed(shift)?, v.clone()))).collect();
+        fit::fit(&times.intervals, &moved).filter(|d| d.fit.usable()).map_or(0.0, |d| d.fit.r2)
+    };
+    let here = r2(0);
+    let (shift, better) = [-1i64, 1].into_iter().map(|s| (s, r2(s))).max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (better >= GOOD_FIT && better >= here + CLEARLY_BETTER).then(|| {
+        Diagnostic::new(
+            Severity::Warning,
+            "",
+            None,
+            format!(
+                "the step time follows the lengths far better when the lengths' step k is taken as the log's step k{shift:+} (R² = {better:.2}, against {here:.2} as numbered): one side likely counts from 0 and the other from 1; renumber the lengths record and analyse again"
+            ),
+        )
+    })
 }
 
 /// The slowest rank of the intervals, from the straggler lines.
