@@ -56,6 +56,8 @@ pub enum TrainingLog {
     Torchtitan,
     /// DeepSpeed's pipeline engine: `steps: N loss: … iter time (s): … samples/sec: …`.
     DeepSpeed,
+    /// A tqdm progress bar (Hugging Face `Trainer`, accelerate): `| N/M [00:05<01:30, 2.10it/s]`.
+    Tqdm,
 }
 
 /// One training-progress line: the iteration it reports and what it says of time.

@@ -16,11 +16,16 @@
 //! - DeepSpeed, `deepspeed/runtime/pipe/engine.py` `PipelineEngine.train_batch` (rank 0,
 //!   `print`): `steps: 100 loss: 2.3456 iter time (s): 1.234 samples/sec: 414.911` (the time is
 //!   the mean over `steps_per_print` steps; a fork writes `step:     5 /  1000 loss: …`).
+//! - tqdm (`tqdm/std.py` `format_meter`), the progress bar of Hugging Face `Trainer` and many
+//!   loops: `  5%|▌         | 10/200 [00:05<01:30,  2.10it/s]` (`s/it` below one step a second,
+//!   a postfix may follow the rate), rewritten in place with carriage returns: the scanner
+//!   hands each rewrite here. The rate is tqdm's exponential average (smoothing 0.3), so a
+//!   step's time is blurred over the few before it.
 
 use super::evidence::TrainingLog;
 
 /// Substrings every progress line holds: what the scanner searches for.
-pub const ANCHORS: [&str; 4] = ["iteration", "MxRtt/Rnk", "step:", "steps:"];
+pub const ANCHORS: [&str; 6] = ["iteration", "MxRtt/Rnk", "step:", "steps:", "it/s", "s/it"];
 
 /// What a progress line says.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,6 +40,7 @@ pub fn parse(body: &str) -> Option<Progress> {
         .or_else(|| straggler(body))
         .or_else(|| deepspeed_steps(body))
         .or_else(|| torchtitan_step(body))
+        .or_else(|| tqdm(body))
 }
 
 /// `iteration {:8d}/{:8d} |` and, when present, `elapsed time per iteration (ms): {:.1f}`.
@@ -82,6 +88,25 @@ fn torchtitan_step(body: &str) -> Option<Progress> {
     Some(Progress::Iteration { form: TrainingLog::Torchtitan, step, step_ns: None })
 }
 
+/// `| 10/200 [00:05<01:30,  2.10it/s]` (or `5.32s/it`, `?it/s` before the first rate, a
+/// postfix after it): the count done and the time per step.
+fn tqdm(body: &str) -> Option<Progress> {
+    let (rate_at, per_second) =
+        ["it/s", "s/it"].iter().filter_map(|unit| Some((body.find(unit)?, *unit == "it/s"))).min()?;
+    let open = body.get(..rate_at)?.rfind('[')?;
+    let (elapsed, rate) = body.get(open + 1..rate_at)?.split_once(',')?;
+    if !elapsed.contains('<') {
+        return None;
+    }
+    let (count, _) = body.get(..open)?.trim_end().rsplit(['|', ' ']).next()?.split_once('/')?;
+    let step = count.parse().ok()?;
+    let step_ns = rate.trim().parse::<f64>().ok().filter(|&r| r > 0.0).and_then(|r| {
+        let seconds = if per_second { 1.0 / r } else { r };
+        nanoseconds(seconds, 1e9)
+    });
+    Some(Progress::Iteration { form: TrainingLog::Tqdm, step, step_ns })
+}
+
 /// The text after `key` up to the next `|` or the end, trimmed.
 fn value_after<'a>(body: &'a str, key: &str) -> Option<&'a str> {
     let at = body.find(key)? + key.len();
@@ -98,8 +123,11 @@ fn value_with_rank(value: &str) -> Option<(u64, u32)> {
 
 /// A non-negative decimal number of units of `unit_ns` nanoseconds, as nanoseconds.
 fn decimal_ns(text: &str, unit_ns: f64) -> Option<u64> {
-    let number = text.split_whitespace().next()?;
-    let value: f64 = number.parse().ok()?;
+    nanoseconds(text.split_whitespace().next()?.parse().ok()?, unit_ns)
+}
+
+/// `value` units of `unit_ns` nanoseconds, when a representable non-negative number of them.
+fn nanoseconds(value: f64, unit_ns: f64) -> Option<u64> {
     let ns = (value * unit_ns).round();
     (ns.is_finite() && ns >= 0.0 && ns < u64::MAX as f64).then_some(ns as u64)
 }
@@ -185,6 +213,16 @@ mod tests {
                 iteration(TrainingLog::DeepSpeed, 5, Some(500_000_000)),
             ),
             ("[Rank 0] step=100, skipped=0, lr=[0.0003], mom=[(0.9, 0.95)]", None),
+            // tqdm, as Hugging Face's Trainer shows it: steps a second, seconds a step, no
+            // rate yet, a postfix; not a rate in prose.
+            ("  5%|▌         | 10/200 [00:05<01:30,  2.00it/s]", iteration(TrainingLog::Tqdm, 10, Some(500_000_000))),
+            (" 50%|█████     | 20/40 [01:46<01:44,  5.25s/it]", iteration(TrainingLog::Tqdm, 20, Some(5_250_000_000))),
+            ("  0%|          | 0/40 [00:00<?, ?it/s]", iteration(TrainingLog::Tqdm, 0, None)),
+            (
+                "100%|██████████| 40/40 [00:21<00:00,  1.25it/s, loss=2.31]",
+                iteration(TrainingLog::Tqdm, 40, Some(800_000_000)),
+            ),
+            ("throughput 3.2 it/s [measured]", None),
         ];
         for (line, expected) in cases {
             assert_eq!(parse(line), expected, "{line}");

@@ -246,17 +246,31 @@ impl LogScanner {
     }
 
     /// Keeps the training progress the line starting at `start` reports, if any.
+    /// A progress bar rewrites its line with carriage returns: each rewrite is read, under the
+    /// prefixes the line starts with.
     fn note_progress(&mut self, start: usize, line: u64) {
         let rest = self.window.get(start..).unwrap_or_default();
         let raw = rest.get(..memchr::memchr(b'\n', rest).unwrap_or(rest.len())).unwrap_or_default();
-        let full = line::clean_full(raw);
-        let (prefixes, body) = line::split_prefix(&full);
-        let Some(progress) = iteration::parse(body) else { return };
+        let mut line_prefixes = None;
+        let mut said = Vec::new();
+        for rewrite in raw.split(|&b| b == b'\r').filter(|r| !r.is_empty()) {
+            let text = line::clean_full(rewrite);
+            let (prefixes, body) = line::split_prefix(&text);
+            let prefixes = *line_prefixes.get_or_insert(prefixes);
+            if let Some(progress) = iteration::parse(body) {
+                said.push((progress, prefixes, clock::find_in_line(body.as_bytes())));
+            }
+        }
+        for (progress, prefixes, time_ns) in said {
+            self.note(progress, prefixes, line, time_ns);
+        }
+    }
+
+    fn note(&mut self, progress: Progress, prefixes: Prefixes, line: u64, time_ns: Option<i64>) {
         if self.iterations.len() + self.rank_extremes.len() >= MAX_ITERATIONS {
             self.iterations_dropped += 1;
             return;
         }
-        let time_ns = clock::find_in_line(body.as_bytes());
         match progress {
             Progress::Iteration { form, step, step_ns } => {
                 let iteration = Iteration { line, rank: None, form, step, time_ns, step_ns };

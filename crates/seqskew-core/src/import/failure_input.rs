@@ -53,6 +53,7 @@ fn describe_progress(evidence: &FileEvidence) -> String {
             TrainingLog::Megatron => "Megatron-LM iteration",
             TrainingLog::Torchtitan => "torchtitan step",
             TrainingLog::DeepSpeed => "DeepSpeed step",
+            TrainingLog::Tqdm => "progress-bar",
         };
         let (low, high) =
             evidence.iterations.iter().fold((first.step, last.step), |(lo, hi), i| (lo.min(i.step), hi.max(i.step)));

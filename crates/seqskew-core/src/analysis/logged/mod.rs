@@ -52,6 +52,7 @@ pub fn report(report: Report, job: &Job, times: &StepTimes) -> Report {
     let found = Found {
         times,
         lengths: !shards.is_empty(),
+        ranks_with_lengths: job.workers.iter().filter(|w| w.steps.iter().any(|s| s.sequences.is_known())).count(),
         step_fit: fit::fit(&times.intervals, &shards).filter(|d| d.fit.usable()),
         rank_fit: fit::rank_fit(&times.extremes, &shards),
         bound: fit::data_imbalance_bound(&shards),
@@ -59,7 +60,7 @@ pub fn report(report: Report, job: &Job, times: &StepTimes) -> Report {
     };
     let slowdown = found.slowdown(&shards);
     let (verdict, fix) = decide(&found, &slowdown, found.signals(), &shards);
-    let steps = times.intervals.iter().fold(0u64, |n, i| n.saturating_add(i.steps()));
+    let steps = times::covered_steps(&times.intervals);
     let stragglers = times
         .extremes
         .iter()
@@ -96,8 +97,10 @@ pub fn report(report: Report, job: &Job, times: &StepTimes) -> Report {
 /// What the step times and the lengths show.
 struct Found<'a> {
     times: &'a StepTimes,
-    /// Whether any rank's lengths were given.
+    /// Whether two or more ranks' lengths were given for some step.
     lengths: bool,
+    /// How many ranks' lengths were given at all.
+    ranks_with_lengths: usize,
     /// Step time against the heaviest shard's cost, when usable.
     step_fit: Option<fit::DataFit>,
     /// The straggler lines' ranks against what they drew, when usable.
@@ -447,6 +450,9 @@ fn decide(
 fn inconclusive_reason(found: &Found<'_>) -> String {
     if found.lengths && found.times.intervals.is_empty() {
         return "the inputs have each rank's lengths but no step times: add the training log of the same run (Megatron-LM or torchtitan iteration lines), or step times to the step log".into();
+    }
+    if found.ranks_with_lengths == 1 && !found.lengths {
+        return "the lengths are of one rank only, and straggling is between ranks: give every rank's lengths (or, for a job of one process, there is nothing to straggle)".into();
     }
     if let Some(bound) = found.bound {
         return format!(

@@ -144,6 +144,10 @@ fn intervals(lines: &[&Iteration]) -> Vec<Interval> {
     let mut out = Vec::new();
     let mut previous: Option<&Iteration> = None;
     for &line in lines {
+        // A progress bar redrawn at the same count says nothing new.
+        if previous.is_some_and(|p| p.step == line.step) {
+            continue;
+        }
         let after = previous.filter(|p| p.step < line.step);
         previous = Some(line);
         let step_ns = match (line.step_ns, after) {
@@ -159,6 +163,21 @@ fn intervals(lines: &[&Iteration]) -> Vec<Interval> {
         out.push(Interval { first, last: line.step, step_ns });
     }
     out
+}
+
+/// How many distinct steps the intervals cover (sources may overlap).
+pub fn covered_steps(intervals: &[Interval]) -> u64 {
+    let mut covered = 0u64;
+    let mut next = 0u64;
+    // Sorted by their first step: count each step once.
+    for i in intervals {
+        let from = i.first.max(next);
+        if i.last >= from {
+            covered = covered.saturating_add(i.last - from).saturating_add(1);
+        }
+        next = next.max(i.last.saturating_add(1));
+    }
+    covered
 }
 
 /// The step times of a job without a breakdown: each step's longest duration over the ranks
