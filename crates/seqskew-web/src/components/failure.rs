@@ -4,6 +4,7 @@
 //! few lines).
 
 use seqskew_core::failure::Reading;
+use seqskew_core::import::Format;
 use seqskew_core::report::{Failure, GroupProgress, failure_title};
 use seqskew_core::text::compact_ranges;
 use yew::prelude::*;
@@ -139,10 +140,21 @@ pub fn failure_panel(props: &Props) -> Html {
         FailureState::Error(why) => html! { <p class="error" role="alert">{why}</p> },
         FailureState::Done(reading) => match &reading.failure {
             Some(f) => failure_view(f, reading),
-            None => html! {
-                <p class="no-failure">{format!("No failure found in {} — no error, timeout or failed rank.",
-                    reading.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>().join(", "))}</p>
-            },
+            None => {
+                // Step logs handed on with the logs (a job without per-rank times) are not logs.
+                let logs: Vec<&str> = reading
+                    .files
+                    .iter()
+                    .filter(|f| f.format.is_some_and(Format::is_failure_input))
+                    .map(|f| f.path.as_str())
+                    .collect();
+                if logs.is_empty() {
+                    return Html::default();
+                }
+                html! {
+                    <p class="no-failure">{format!("No failure found in {} — no error, timeout or failed rank.", logs.join(", "))}</p>
+                }
+            }
         },
     };
     let cause = match &props.failure {
