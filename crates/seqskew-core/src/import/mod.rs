@@ -126,7 +126,9 @@ fn no_steps_message(format: Format) -> Option<&'static str> {
             "no training steps found: no step spans (\"step 12\", \"iteration 12\", \"ProfilerStep#12\") \
              and no events with a `step` or `iteration` argument"
         }
-        Format::StepLogJsonl | Format::StepLogCsv => "no training steps found: no row with a step, a rank and a time or lengths",
+        Format::StepLogJsonl | Format::StepLogCsv => {
+            "no training steps found: no row with a step, a rank and a time or lengths"
+        }
     })
 }
 

@@ -421,21 +421,19 @@ fn decide(
             let fix = verdict::balancing_fix(Some(&cost), false, limits);
             return (verdict("sequence_length_imbalance", confidence, headline, WHAT_A_LOG_CANNOT_TELL.into()), fix);
         }
-        let headline = format!(
-            "No significant straggling from the data: by {source} joined with the lengths, steps take {:.2}× what the same documents would take dealt evenly by cost (below the {STRAGGLING:.2} bound).",
+        let data = format!(
+            "steps take {:.2}× what the same documents would take dealt evenly by cost, below the {STRAGGLING:.2} bound, by {source} joined with the lengths",
             slowdown.factor
         );
-        let fix = Fix { summary: "Nothing to fix in how the data is dealt.".into(), ..Fix::default() };
-        return (verdict("balanced", "low", headline, WHAT_A_LOG_CANNOT_TELL.into()), fix);
+        return not_the_data(found, &data, &verdict);
     }
     // No cost model: the lengths can still bound what the data could cost.
     if let Some(bound) = found.bound.filter(|&b| b < STRAGGLING && !found.times.intervals.is_empty()) {
-        let headline = format!(
-            "No significant straggling from the data: every rank drew about the same work each step (the heaviest within {:.0}% of the mean in tokens and in Σ L², whatever attention costs), so uneven lengths cannot make ranks wait; a slow rank would not show in {source}.",
+        let data = format!(
+            "every rank drew about the same work each step (the heaviest within {:.0}% of the mean in tokens and in Σ L², whatever attention costs), so uneven lengths cannot make ranks wait",
             (bound - 1.0) * 100.0
         );
-        let fix = Fix { summary: "Nothing to fix in how the data is dealt.".into(), ..Fix::default() };
-        return (verdict("balanced", "low", headline, WHAT_A_LOG_CANNOT_TELL.into()), fix);
+        return not_the_data(found, &data, &verdict);
     }
     let why = inconclusive_reason(found);
     let headline = format!("No verdict from {source}: {why}.");
@@ -444,6 +442,35 @@ fn decide(
     );
     let fix = Fix { summary: to_confirm.clone(), ..Fix::default() };
     (verdict("inconclusive", "low", headline, to_confirm), fix)
+}
+
+/// The verdict when the data does not make ranks wait (`data` says why): `balanced` only when
+/// the straggler lines also show no rank slow interval after interval; else no verdict, as a
+/// rank slow whatever it draws does not show in step times alone.
+fn not_the_data(
+    found: &Found<'_>,
+    data: &str,
+    verdict: &dyn Fn(&str, &str, String, String) -> Verdict,
+) -> (Verdict, Fix) {
+    let fix = Fix { summary: "Nothing to fix in how the data is dealt.".into(), ..Fix::default() };
+    match found.slowest.as_ref().filter(|s| s.intervals >= MIN_EXTREMES) {
+        Some(s) => {
+            let headline = format!(
+                "No significant straggling: {data}, and no rank was the slowest in most log intervals (rank {}, the most often, in {} of {}).",
+                s.rank, s.led, s.intervals
+            );
+            (verdict("balanced", "low", headline, WHAT_A_LOG_CANNOT_TELL.into()), fix)
+        }
+        None => {
+            let headline = format!(
+                "No verdict: the data is not the cause ({data}); a rank slow whatever it draws would not show in step times alone."
+            );
+            let to_confirm = format!(
+                "Run Megatron-LM with --log-straggler (the slowest rank of each log interval), or capture a trace. {WHAT_A_LOG_CANNOT_TELL}"
+            );
+            (verdict("inconclusive", "low", headline, to_confirm.clone()), Fix { summary: to_confirm, ..fix })
+        }
+    }
 }
 
 /// Why no verdict could be drawn, in words.
