@@ -21,6 +21,11 @@ impl Fit {
         self.c0 + self.per_doc * f.documents + self.per_token * f.tokens + self.per_token_sq * f.quadratic
     }
 
+    /// What `f` costs beyond the constant every sample pays: what differs between shards.
+    pub fn own_cost(&self, f: &SeqFeatures) -> f64 {
+        self.predict(f) - self.c0
+    }
+
     /// The cost of one document of `len` tokens (the function a balancer should use).
     pub fn document_cost(&self, len: f64) -> f64 {
         self.per_doc + self.per_token * len + self.per_token_sq * len * len

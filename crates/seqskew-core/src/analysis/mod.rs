@@ -187,12 +187,7 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
         _ => whatif::WhatIfs::default(),
     };
 
-    let mut counts: std::collections::BTreeMap<usize, usize> = std::collections::BTreeMap::new();
-    for i in &initiators {
-        *counts.entry(i.worker).or_default() += 1;
-    }
-    let mut top: Vec<(usize, usize)> = counts.into_iter().collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let top = stats::tally(initiators.iter().map(|i| i.worker));
     let dominance = top.first().map_or(0.0, |t| t.1 as f64 / initiators.len().max(1) as f64);
     let label = |w: usize| frame.slots.get(w).map_or_else(String::new, |s| s.label.clone());
     let slowest_worker = factors

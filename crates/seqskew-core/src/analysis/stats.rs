@@ -144,6 +144,17 @@ fn ranks(values: &[f64]) -> Vec<f64> {
     out
 }
 
+/// How often each key occurs, most frequent first (equal counts by key).
+pub fn tally<K: Ord + Copy>(keys: impl IntoIterator<Item = K>) -> Vec<(K, usize)> {
+    let mut counts: std::collections::BTreeMap<K, usize> = std::collections::BTreeMap::new();
+    for key in keys {
+        *counts.entry(key).or_default() += 1;
+    }
+    let mut counts: Vec<(K, usize)> = counts.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    counts
+}
+
 /// Pearson correlation; `None` when either side is constant or there are fewer than 3 points.
 pub fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
     let n = x.len().min(y.len());

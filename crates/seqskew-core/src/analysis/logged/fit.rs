@@ -2,7 +2,7 @@
 //! a·tokens + b·Σ L² (every step waits for its costliest rank), and from it the step the same
 //! data would take dealt evenly by cost.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::times::{Extremes, Interval};
 use crate::analysis::costmodel::{self, Fit};
@@ -226,14 +226,13 @@ pub fn rank_fit(extremes: &[Extremes], shards: &BTreeMap<u64, Vec<Shard>>) -> Op
         intervals.push((e.slowest.0, steps));
     }
     let fit = costmodel::fit(&samples).filter(Fit::usable)?;
-    let own = |f: &SeqFeatures| fit.predict(f) - fit.c0;
     let mut drew_most = 0;
     let mut judged = 0;
     for &(slowest, (first, last)) in &intervals {
-        let ranks: BTreeMap<u32, ()> =
-            shards.range(first..=last).flat_map(|(_, step)| step.iter().map(|s| (s.rank, ()))).collect();
+        let ranks: BTreeSet<u32> =
+            shards.range(first..=last).flat_map(|(_, step)| step.iter().map(|s| s.rank)).collect();
         let costs: Vec<(u32, f64)> =
-            ranks.keys().filter_map(|&r| mean_of(r, (first, last)).map(|f| (r, own(&f)))).collect();
+            ranks.iter().filter_map(|&r| mean_of(r, (first, last)).map(|f| (r, fit.own_cost(&f)))).collect();
         let top = costs.iter().max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
         if let Some(&(rank, _)) = top {
             judged += 1;
@@ -243,7 +242,7 @@ pub fn rank_fit(extremes: &[Extremes], shards: &BTreeMap<u64, Vec<Shard>>) -> Op
     let lost_per_step = shards
         .iter()
         .map(|(&step, shards)| {
-            let costs: Vec<f64> = shards.iter().map(|s| own(&s.features)).collect();
+            let costs: Vec<f64> = shards.iter().map(|s| fit.own_cost(&s.features)).collect();
             let max = costs.iter().copied().fold(0.0, f64::max);
             let mean = costs.iter().sum::<f64>() / costs.len().max(1) as f64;
             (step, FORWARD_TO_STEP * (max - mean).max(0.0))
@@ -272,11 +271,10 @@ fn mean_features(drawn: &[SeqFeatures]) -> Option<SeqFeatures> {
 /// The steps in which one document alone costs more than a rank's fair share under `fit` (no
 /// dealing can even those out), of the steps with shards, and the longest such document.
 pub fn outliers(shards: &BTreeMap<u64, Vec<Shard>>, fit: &Fit) -> (usize, usize, f64) {
-    let own = |f: &SeqFeatures| fit.predict(f) - fit.c0;
     let mut count = 0;
     let mut longest_outlier = 0.0f64;
     for step in shards.values() {
-        let fair = step.iter().map(|s| own(&s.features)).sum::<f64>() / step.len().max(1) as f64;
+        let fair = step.iter().map(|s| fit.own_cost(&s.features)).sum::<f64>() / step.len().max(1) as f64;
         let longest = step.iter().map(|s| s.features.max_len).fold(0.0, f64::max);
         if fit.document_cost(longest) > fair {
             count += 1;

@@ -15,6 +15,7 @@ pub mod times;
 use std::collections::BTreeMap;
 
 use super::signals::{not_applicable, signal};
+use super::stats::tally;
 use super::verdict::{self, STRAGGLING};
 use crate::diag::{Diagnostic, Severity};
 use crate::model::Job;
@@ -133,10 +134,17 @@ fn join_problem(times: &StepTimes, shards: &BTreeMap<u64, Vec<fit::Shard>>) -> O
             ),
         ));
     }
+    // The lengths' step k taken as the log's k + shift: the log's steps moved by −shift.
     let r2 = |shift: i64| {
-        let moved: BTreeMap<u64, Vec<fit::Shard>> =
-            shards.iter().filter_map(|(&k, v)| Some((k.checked_add_signed(shift)?, v.clone()))).collect();
-        fit::fit(&times.intervals, &moved).filter(|d| d.fit.usable()).map_or(0.0, |d| d.fit.r2)
+        let moved: Vec<times::Interval> = times
+            .intervals
+            .iter()
+            .filter_map(|i| {
+                let first = i.first.checked_add_signed(-shift)?;
+                Some(times::Interval { first, last: i.last.checked_add_signed(-shift)?, ..*i })
+            })
+            .collect();
+        fit::fit(&moved, shards).filter(|d| d.fit.usable()).map_or(0.0, |d| d.fit.r2)
     };
     let here = r2(0);
     let (shift, better) = [-1i64, 1].into_iter().map(|s| (s, r2(s))).max_by(|a, b| a.1.total_cmp(&b.1))?;
@@ -165,12 +173,7 @@ struct Slowest {
 
 impl Slowest {
     fn of(times: &StepTimes) -> Option<Slowest> {
-        let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
-        for e in &times.extremes {
-            *counts.entry(e.slowest.0).or_default() += 1;
-        }
-        let mut counts: Vec<(u32, usize)> = counts.into_iter().collect();
-        counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let counts = tally(times.extremes.iter().map(|e| e.slowest.0));
         let &(rank, led) = counts.first()?;
         let ratios: Vec<f64> = times.extremes.iter().map(times::Extremes::ratio).collect();
         Some(Slowest {
@@ -349,11 +352,8 @@ impl Found<'_> {
 /// The rank that held the costliest shard most often, how often, over how many steps, and how
 /// many ranks held it.
 fn rotation(heaviest: &[(u64, u32)]) -> Option<(u32, usize, usize, usize)> {
-    let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
-    for &(_, rank) in heaviest {
-        *counts.entry(rank).or_default() += 1;
-    }
-    let (&rank, &held) = counts.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
+    let counts = tally(heaviest.iter().map(|&(_, rank)| rank));
+    let &(rank, held) = counts.first()?;
     Some((rank, held, heaviest.len(), counts.len()))
 }
 

@@ -102,7 +102,7 @@ fn extremes_of(file: &FileEvidence) -> Vec<Extremes> {
     let all: Vec<&Iteration> = file.iterations.iter().filter(|i| i.form == TrainingLog::Megatron).collect();
     let spacing = spacing(&all);
     let reported: Vec<&Iteration> = all.iter().copied().filter(|i| i.step % spacing == 0).collect();
-    let interval = |i: &Iteration| (i.step.saturating_add(1).saturating_sub(spacing).max(1).min(i.step), i.step);
+    let interval = |i: &Iteration| (first_of_spacing(i.step, spacing), i.step);
     let lines = file.rank_extremes.iter().filter(|e| e.fastest_ns > 0);
     let mut before = all.iter().peekable();
     let mut last = None;
@@ -120,6 +120,12 @@ fn extremes_of(file: &FileEvidence) -> Vec<Extremes> {
             Extremes { steps, slowest: (e.slowest_rank, e.slowest_ns), fastest: (e.fastest_rank, e.fastest_ns) }
         })
         .collect()
+}
+
+/// The first step a line at `step` covers when no earlier line says: as many steps as the
+/// lines are usually apart (`spacing`), from step 1 on.
+fn first_of_spacing(step: u64, spacing: u64) -> u64 {
+    step.saturating_add(1).saturating_sub(spacing).max(1).min(step)
 }
 
 /// How many steps apart a source's lines usually are (1 when it cannot tell).
@@ -158,8 +164,7 @@ fn intervals(lines: &[&Iteration]) -> Vec<Interval> {
             },
             (None, None) => continue,
         };
-        let first = after
-            .map_or_else(|| line.step.saturating_add(1).saturating_sub(spacing).max(1).min(line.step), |p| p.step + 1);
+        let first = after.map_or_else(|| first_of_spacing(line.step, spacing), |p| p.step + 1);
         out.push(Interval { first, last: line.step, step_ns });
     }
     out
