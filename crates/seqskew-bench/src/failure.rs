@@ -19,11 +19,16 @@ const LOG_RANKS: u32 = 8;
 const LOG_CULPRIT: u32 = 5;
 /// One line in this many is a look-alike of a failure message (it holds the scanner's anchors).
 const LOOK_ALIKE_EVERY: u64 = 100_000;
+/// Steps between Megatron-LM's iteration (and straggler) lines: its `--log-interval`.
+const LOG_INTERVAL: u64 = 10;
+/// The step the log starts at.
+const FIRST_STEP: u64 = 1000;
 
 /// Writes about `target` bytes of a torchrun console of one 8-GPU node: step lines from every
-/// rank, one line in 100,000 a warning that looks like a failure (the scanner's anchors in it,
-/// nothing the diagnosis keeps), and at the end rank 5 running out of memory, the others
-/// losing it and torchrun's failure report. Returns the bytes written.
+/// rank, every [`LOG_INTERVAL`] steps Megatron-LM's iteration line (from the last rank) and
+/// straggler line (from rank 0), one line in 100,000 a warning that looks like a failure (the
+/// scanner's anchors in it, nothing the diagnosis keeps), and at the end rank 5 running out of
+/// memory, the others losing it and torchrun's failure report. Returns the bytes written.
 pub fn write_log(out: &mut impl Write, target: u64) -> io::Result<u64> {
     let mut written = 0u64;
     for line in HEADER.lines() {
@@ -33,8 +38,31 @@ pub fn write_log(out: &mut impl Write, target: u64) -> io::Result<u64> {
     let mut random = xorshift(0x5eed_1234_abcd_ef01);
     let mut line = Vec::with_capacity(256);
     let mut lines = 0u64;
-    let mut step = 1000u64;
+    let mut step = FIRST_STEP;
     while written < target {
+        if step.is_multiple_of(LOG_INTERVAL) {
+            line.clear();
+            let r = random();
+            let (h, m, sec) = (9 + step / 3600 % 12, step / 60 % 60, step % 60);
+            let last = LOG_RANKS - 1;
+            writeln!(
+                line,
+                "[default{last}]:[rank{last}]: [2026-12-05 {h:02}:{m:02}:{sec:02}] iteration {step:8}/  500000 | consumed samples: {:12} | elapsed time per iteration (ms): {}.{} | learning rate: 2.999999E-04 | global batch size:   512 | lm loss: 2.104321E+00 | loss scale: 1.0 | grad norm: 0.812 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+                step * 512,
+                4000 + r % 500,
+                (r >> 10) % 10,
+            )?;
+            writeln!(
+                line,
+                "[default0]:[rank0]:[2026-12-05 {h:02}:{m:02}:{sec:02}] | MnRtt/Rnk: 3453.08ms/{} | MxRtt/Rnk: {}.{:02}ms/{} | MnPwr/Rnk: 601796W/1 | MxPwr/Rnk: 611337W/2 |",
+                (r >> 20) % u64::from(LOG_RANKS),
+                3460 + (r >> 24) % 100,
+                (r >> 32) % 100,
+                (r >> 40) % u64::from(LOG_RANKS),
+            )?;
+            out.write_all(&line)?;
+            written += line.len() as u64;
+        }
         for rank in 0..LOG_RANKS {
             line.clear();
             let r = random();
@@ -164,7 +192,8 @@ fn import_chunks<'a>(files: impl Iterator<Item = (String, &'a [u8])>) -> Vec<Fil
 }
 
 /// Reads a log from disk `READ_CHUNK` bytes at a time into its importer, assembles and
-/// diagnoses it (all timed, as a user waits for it), and checks that rank 5's OOM is found.
+/// diagnoses it: the failure and the step times (all timed, as a user waits for it), and
+/// checks that rank 5's OOM is found and the iteration lines read.
 pub fn measure_log(path: &Path) -> Result<(), String> {
     use std::io::Read;
     let name = path.display().to_string();
@@ -181,11 +210,25 @@ pub fn measure_log(path: &Path) -> Result<(), String> {
     }
     let import = ingest.finish();
     let bytes = import.stats.bytes;
+    let inputs = vec![import.summary()];
     let assembled = assemble_owned(vec![import]);
     let failure = diagnose(&assembled.failures);
+    let report = seqskew_core::analysis::diagnose(&assembled, &inputs);
     let seconds = start.elapsed().as_secs_f64();
     expect(failure.as_ref(), "oom", &[LOG_CULPRIT])?;
+    expect_step_times(&report)?;
     print_sample(&Sample { seconds, peak_rss_mib: peak_rss_mib(), bytes, workers: LOG_RANKS as usize, steps: 0 })
+}
+
+/// Checks that the iteration lines gave the job's step times: the first line's log interval on.
+fn expect_step_times(report: &seqskew_core::report::Report) -> Result<(), String> {
+    let first_covered = FIRST_STEP.next_multiple_of(LOG_INTERVAL) + 1 - LOG_INTERVAL;
+    match (report.job.step_times.as_deref(), report.job.first_step) {
+        (Some("training_log"), Some(first)) if first == first_covered => Ok(()),
+        (source, first) => Err(format!(
+            "expected step times from the training log's iteration lines from step {first_covered}; got {source:?} from {first:?}"
+        )),
+    }
 }
 
 fn print_sample(sample: &Sample) -> Result<(), String> {
@@ -195,7 +238,7 @@ fn print_sample(sample: &Sample) -> Result<(), String> {
 
 /// Writes the log input (cached under `data`), about `target` bytes.
 pub fn log_input(data: &Path, target: u64) -> io::Result<(PathBuf, u64)> {
-    crate::generate::cached(data, &format!("failure-log-{}mb.log", target >> 20), |path, count| {
+    crate::generate::cached(data, &format!("training-log-{}mb.log", target >> 20), |path, count| {
         let mut out = io::BufWriter::with_capacity(1 << 20, File::create(path)?);
         count.set(write_log(&mut out, target)?);
         out.flush()
@@ -357,8 +400,10 @@ mod tests {
         let written = write_log(&mut log, 2 << 20).expect("into memory");
         assert_eq!(written, log.len() as u64);
         let imports = import_chunks(std::iter::once(("console.log".to_owned(), log.as_slice())));
-        let failure = diagnose(&assemble_owned(imports).failures);
-        expect(failure.as_ref(), "oom", &[LOG_CULPRIT]).expect("rank 5's OOM");
+        let inputs: Vec<_> = imports.iter().map(FileImport::summary).collect();
+        let assembled = assemble_owned(imports);
+        expect(diagnose(&assembled.failures).as_ref(), "oom", &[LOG_CULPRIT]).expect("rank 5's OOM");
+        expect_step_times(&seqskew_core::analysis::diagnose(&assembled, &inputs)).expect("the iteration lines");
     }
 
     #[test]

@@ -278,8 +278,11 @@ fn failures(plan: &Plan, runs: usize, results: &mut Results) -> Result<(), Strin
     let target = log_bytes(plan.quick, plan.log_mb);
     eprintln!("generating a {} MiB training log…", target >> 20);
     let (path, bytes) = failure::log_input(&plan.out.join("data"), target).map_err(|e| e.to_string())?;
-    let mut m =
-        Measured { what: "failure log scan".into(), size: format!("{:.0} MB", bytes as f64 / 1e6), runs: Vec::new() };
+    let mut m = Measured {
+        what: "training log scan (failure and step times)".into(),
+        size: format!("{:.0} MB", bytes as f64 / 1e6),
+        runs: Vec::new(),
+    };
     for run in 0..runs {
         eprintln!("  failure log run {}/{runs}", run + 1);
         m.runs.push(child(&["failure-log".into(), path.display().to_string()])?);

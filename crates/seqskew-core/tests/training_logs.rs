@@ -1,5 +1,5 @@
 //! Training logs as input (`tests/fixtures/training_logs`, see its README): the iteration
-//! lines of Megatron-LM and torchtitan read from the forms their sources print, and real
+//! lines of Megatron-LM, torchtitan, DeepSpeed and Hugging Face read from the forms their sources print, and real
 //! torchrun jobs made here on CPU whose console and lengths record get the verdict written
 //! from how each job was made (`expected.tsv`), never from what the code printed.
 #![allow(clippy::unwrap_used, clippy::disallowed_methods)]
@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use seqskew_core::analysis::diagnose;
-use seqskew_core::diag::Severity;
+use seqskew_core::diag::{Location, Severity};
 use seqskew_core::import::{FileImport, assemble, import_bytes};
 use seqskew_core::report::Report;
 
@@ -33,23 +33,41 @@ fn expected_parse(text: &str) -> Vec<(u64, u64, Option<f64>)> {
         .collect()
 }
 
+/// The forms files: each line's parse is written at its top.
+const FORMS: [&str; 4] = ["megatron_forms.log", "torchtitan_forms.log", "deepspeed_forms.log", "hf_trainer_forms.log"];
+
 #[test]
 fn iteration_lines_are_read_as_their_sources_print_them() {
-    for (file, timed) in [("megatron_forms.log", true), ("torchtitan_forms.log", false)] {
+    for file in FORMS {
         let path = dir().join(file);
         let expected = expected_parse(&std::fs::read_to_string(&path).unwrap());
-        assert!(expected.len() >= 10, "{file}: the expected parse is listed");
+        assert!(expected.len() >= 5, "{file}: the expected parse is listed");
         let evidence = import(&path).failure.unwrap();
         let read: Vec<(u64, u64, Option<f64>)> =
             evidence.iterations.iter().map(|i| (i.line, i.step, i.step_ns.map(|ns| ns as f64 / 1e6))).collect();
-        if timed {
-            assert_eq!(read, expected, "{file}");
-        } else {
-            let steps: Vec<(u64, u64)> = read.iter().map(|&(line, step, _)| (line, step)).collect();
-            let wanted: Vec<(u64, u64)> = expected.iter().map(|&(line, step, _)| (line, step)).collect();
-            assert_eq!(steps, wanted, "{file}");
-            assert!(read.iter().all(|r| r.2.is_none()), "{file}: torchtitan prints no step time");
-        }
+        assert_eq!(read, expected, "{file}");
+    }
+}
+
+#[test]
+fn a_progress_line_whose_time_does_not_parse_is_skipped_and_named_by_its_line() {
+    let import = import(&dir().join("deepspeed_forms.log"));
+    let warnings: Vec<_> = import
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Warning)
+        .map(|d| (d.location, d.message.as_str()))
+        .collect();
+    assert_eq!(
+        warnings,
+        vec![(Some(Location::Line(36)), "a training-progress line skipped: its time is not a number")],
+        "the 'steps: 30' line ran into another rank's output"
+    );
+    let evidence = import.failure.unwrap();
+    assert!(evidence.iterations.iter().all(|i| i.step != 30), "its step is not kept");
+    for other in FORMS.iter().filter(|&&f| f != "deepspeed_forms.log") {
+        let evidence = self::import(&dir().join(other)).failure.unwrap();
+        assert_eq!(evidence.unreadable_lines, 0, "{other}: every progress line reads");
     }
 }
 
@@ -122,7 +140,7 @@ fn real_cpu_jobs_logs_get_the_verdict_they_were_made_for() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 7);
+    assert_eq!(checked, 8);
 }
 
 /// A step log with lengths and the job's step time but no per-rank compute is judged by what
@@ -184,4 +202,19 @@ fn a_lengths_record_counted_from_zero_is_named_as_the_problem() {
     let report = diagnose(&assemble(&imports), &imports.iter().map(FileImport::summary).collect::<Vec<_>>());
     let said: Vec<&str> = report.job.diagnostics.iter().map(|d| d.message.as_str()).collect();
     assert!(said.iter().any(|m| m.contains("the lengths' step k is taken as the log's step k+1")), "{said:?}");
+}
+
+/// Hugging Face's Trainer with `disable_tqdm=True` prints its loss dicts (no step, no time) and
+/// the run's summary: one mean step over the run, which says no more than that.
+#[test]
+fn a_run_summary_alone_gives_the_mean_step_and_says_what_to_keep() {
+    let text = std::fs::read_to_string(dir().join("hf_trainer_forms.log")).unwrap();
+    let dicts: String = text.lines().filter(|l| l.starts_with('{')).map(|l| format!("{l}\n")).collect();
+    let imports = vec![import_bytes("console.log", dicts.as_bytes())];
+    let inputs: Vec<_> = imports.iter().map(FileImport::summary).collect();
+    let report = diagnose(&assemble(&imports), &inputs);
+    assert_eq!(report.job.step_times.as_deref(), Some("training_log"));
+    assert_eq!((report.job.first_step, report.job.last_step), (Some(1), Some(40)));
+    assert_eq!(report.verdict.primary, "inconclusive");
+    assert!(report.verdict.headline.contains("one mean step time"), "{}", report.verdict.headline);
 }

@@ -41,7 +41,16 @@ pub struct FileEvidence {
     /// interval, in line order (bounded like `iterations`).
     #[serde(default)]
     pub rank_extremes: Vec<RankExtremes>,
+    /// Progress lines skipped because their values do not parse: the first
+    /// [`MAX_UNREADABLE`] in line order, and how many there were in all.
+    #[serde(default)]
+    pub unreadable: Vec<UnreadableLine>,
+    #[serde(default)]
+    pub unreadable_lines: u64,
 }
+
+/// Unreadable lines kept per file, to name in its diagnostic.
+pub const MAX_UNREADABLE: usize = 100;
 
 /// Iteration lines kept per file (a line each log interval: years of training).
 pub const MAX_ITERATIONS: usize = 1 << 20;
@@ -58,6 +67,27 @@ pub enum TrainingLog {
     DeepSpeed,
     /// A tqdm progress bar (Hugging Face `Trainer`, accelerate): `| N/M [00:05<01:30, 2.10it/s]`.
     Tqdm,
+    /// DeepSpeed's wall-clock breakdown: `time (ms) | fwd: … | bwd: … | step: …` (steps counted).
+    DeepSpeedTimers,
+    /// DeepSpeed's throughput timer: `epoch=E/micro_step=M/global_step=N, …SamplesPerSec=…`.
+    DeepSpeedThroughput,
+    /// Hugging Face `Trainer`'s run summary: `{'train_runtime': …, 'train_steps_per_second': …}`.
+    HfTrainer,
+}
+
+impl TrainingLog {
+    /// What its lines are called in a file's diagnostic.
+    pub fn lines_name(self) -> &'static str {
+        match self {
+            TrainingLog::Megatron => "Megatron-LM iteration",
+            TrainingLog::Torchtitan => "torchtitan step",
+            TrainingLog::DeepSpeed => "DeepSpeed step",
+            TrainingLog::Tqdm => "progress-bar",
+            TrainingLog::DeepSpeedTimers => "DeepSpeed timer",
+            TrainingLog::DeepSpeedThroughput => "DeepSpeed throughput",
+            TrainingLog::HfTrainer => "Hugging Face run-summary",
+        }
+    }
 }
 
 /// One training-progress line: the iteration it reports and what it says of time.
@@ -75,6 +105,18 @@ pub struct Iteration {
     /// The log's own time per iteration (Megatron: the mean over the iterations since its
     /// previous line), when it prints one.
     pub step_ns: Option<u64>,
+    /// The first step `step_ns` covers, when the line says (a run's summary: 1); otherwise the
+    /// step after its source's previous line.
+    #[serde(default)]
+    pub covers_from: Option<u64>,
+}
+
+/// A line in a training-log form whose values do not parse: skipped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnreadableLine {
+    /// 1-based line number in the file.
+    pub line: u64,
+    pub why: String,
 }
 
 /// A Megatron-LM straggler line: of one log interval, the fastest and the slowest rank by

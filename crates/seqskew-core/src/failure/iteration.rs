@@ -21,17 +21,54 @@
 //!   a postfix may follow the rate), rewritten in place with carriage returns: the scanner
 //!   hands each rewrite here. The rate is tqdm's exponential average (smoothing 0.3), so a
 //!   step's time is blurred over the few before it.
+//! - DeepSpeed, `deepspeed/utils/timer.py` `SynchronizedWallClockTimer.log` (`wall_clock_breakdown`,
+//!   rank 0): `[Rank 0] time (ms) | fwd: 449.36 | bwd: 882.04 | … | step: 35.17` once an optimizer
+//!   step (the sums over its micro-steps; `forward`/`backward` in old versions), with no step
+//!   number: the scanner counts them. The per-micro-step line (`fwd_microstep: …`) is not read.
+//! - DeepSpeed, `deepspeed/utils/timer.py` `ThroughputTimer.stop` (through the logger, so time
+//!   stamped): `epoch=0/micro_step=400/global_step=100, RunningAvgSamplesPerSec=…, …` (no time of
+//!   its own: the step time comes from the time stamps, as torchtitan's).
+//! - Hugging Face `Trainer`, `trainer.py` `_inner_training_loop` and `trainer_utils.py`
+//!   `speed_metrics`: the run's summary `{'train_runtime': 3.859, …, 'train_steps_per_second':
+//!   10.37, …}` (values quoted as `'3.859'` by newer callbacks): the mean step over the run. Its
+//!   `{'loss': …, 'epoch': …}` dicts carry no step number and no time, and are not read.
 
 use super::evidence::TrainingLog;
 
 /// Substrings every progress line holds: what the scanner searches for.
-pub const ANCHORS: [&str; 6] = ["iteration", "MxRtt/Rnk", "step:", "steps:", "it/s", "s/it"];
+pub const ANCHORS: [&str; 9] =
+    ["iteration", "MxRtt/Rnk", "step:", "steps:", "it/s", "s/it", "time (ms)", "global_step=", "'train_runtime'"];
 
 /// What a progress line says.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Progress {
-    Iteration { form: TrainingLog, step: u64, step_ns: Option<u64> },
-    Extremes { fastest_rank: u32, fastest_ns: u64, slowest_rank: u32, slowest_ns: u64 },
+    /// A line that numbers the step it reports.
+    Iteration {
+        form: TrainingLog,
+        step: u64,
+        step_ns: Option<u64>,
+    },
+    /// A line that times one step without numbering it: the scanner counts them.
+    Unnumbered {
+        form: TrainingLog,
+        step_ns: u64,
+    },
+    /// A run's summary: steps `1..=steps` took `step_ns` each on average.
+    Run {
+        form: TrainingLog,
+        steps: u64,
+        step_ns: u64,
+    },
+    Extremes {
+        fastest_rank: u32,
+        fastest_ns: u64,
+        slowest_rank: u32,
+        slowest_ns: u64,
+    },
+    /// A line of a form read here whose values do not parse: skipped, and reported by line.
+    Unreadable {
+        why: &'static str,
+    },
 }
 
 /// The progress `body` (a line without its prefixes, colours removed) reports, if any.
@@ -39,6 +76,9 @@ pub fn parse(body: &str) -> Option<Progress> {
     megatron_iteration(body)
         .or_else(|| straggler(body))
         .or_else(|| deepspeed_steps(body))
+        .or_else(|| deepspeed_timers(body))
+        .or_else(|| deepspeed_throughput(body))
+        .or_else(|| trainer_summary(body))
         .or_else(|| torchtitan_step(body))
         .or_else(|| tqdm(body))
 }
@@ -54,24 +94,97 @@ fn megatron_iteration(body: &str) -> Option<Progress> {
         let (step, rest) = leading_integer(digits)?;
         rest.trim_start().starts_with('/').then_some(step)
     })?;
-    let step_ns = value_after(body, "elapsed time per iteration (ms):").and_then(|v| decimal_ns(v, 1e6));
+    let step_ns = match value_after(body, "elapsed time per iteration (ms):") {
+        Some(ms) => match decimal_ns(ms, 1e6) {
+            Some(ns) => Some(ns),
+            None => return Some(UNREADABLE_TIME),
+        },
+        None => None,
+    };
     Some(Progress::Iteration { form: TrainingLog::Megatron, step, step_ns })
 }
 
+/// What a line whose time does not parse (`nan`, a line cut in its number) says.
+const UNREADABLE_TIME: Progress = Progress::Unreadable { why: "its time is not a number" };
+
 /// `MnRtt/Rnk: 3453.08ms/8 | MxRtt/Rnk: 3468.20ms/0`.
 fn straggler(body: &str) -> Option<Progress> {
-    let (fastest_ns, fastest_rank) = value_with_rank(value_after(body, "MnRtt/Rnk:")?)?;
-    let (slowest_ns, slowest_rank) = value_with_rank(value_after(body, "MxRtt/Rnk:")?)?;
+    let fastest = value_after(body, "MnRtt/Rnk:")?;
+    let slowest = value_after(body, "MxRtt/Rnk:")?;
+    let (Some((fastest_ns, fastest_rank)), Some((slowest_ns, slowest_rank))) =
+        (value_with_rank(fastest), value_with_rank(slowest))
+    else {
+        return Some(Progress::Unreadable { why: "its times are not `<ms>ms/<rank>`" });
+    };
     Some(Progress::Extremes { fastest_rank, fastest_ns, slowest_rank, slowest_ns })
 }
 
 /// `steps: {global_steps} loss: … iter time (s): {:0.3f} samples/sec: …` (or a fork's `step: N / M`).
 fn deepspeed_steps(body: &str) -> Option<Progress> {
     let seconds = value_after(body, "iter time (s):")?;
-    let step_ns = decimal_ns(seconds, 1e9);
     let (_, after) = ["steps:", "step:"].iter().find_map(|key| body.split_once(key))?;
     let (step, _) = leading_integer(after.trim_start())?;
-    Some(Progress::Iteration { form: TrainingLog::DeepSpeed, step, step_ns })
+    let Some(step_ns) = decimal_ns(seconds, 1e9) else { return Some(UNREADABLE_TIME) };
+    Some(Progress::Iteration { form: TrainingLog::DeepSpeed, step, step_ns: Some(step_ns) })
+}
+
+/// `time (ms) | fwd: 449.36 | bwd: 882.04 | bwd_inner: … | step: 35.17`: one optimizer step's
+/// forward, backward (its gradient all-reduce included) and optimizer step, summed. The
+/// micro-step line and other timers' lines in this form (Megatron's `forward-compute`, the
+/// pipeline engine's send/receive timers) lack one of the three and are not steps.
+fn deepspeed_timers(body: &str) -> Option<Progress> {
+    let (_, fields) = body.split_once("time (ms) |")?;
+    let (mut forward, mut backward, mut step) = (None, None, None);
+    for field in fields.split('|') {
+        let (name, value) = field.split_once(':')?;
+        let phase = match name.trim() {
+            "fwd" | "forward" => &mut forward,
+            "bwd" | "backward" => &mut backward,
+            "step" => &mut step,
+            _ => continue,
+        };
+        *phase = nanoseconds(value.trim().parse().ok()?, 1e6);
+    }
+    let (Some(forward), Some(backward), Some(step)) = (forward, backward, step) else { return None };
+    Some(Progress::Unnumbered {
+        form: TrainingLog::DeepSpeedTimers,
+        step_ns: forward.saturating_add(backward).saturating_add(step),
+    })
+}
+
+/// `epoch=0/micro_step=400/global_step=100, RunningAvgSamplesPerSec=…`: the optimizer step.
+fn deepspeed_throughput(body: &str) -> Option<Progress> {
+    let (_, after) = body.split_once("/global_step=")?;
+    let (step, rest) = leading_integer(after)?;
+    rest.contains("SamplesPerSec=").then_some(Progress::Iteration {
+        form: TrainingLog::DeepSpeedThroughput,
+        step,
+        step_ns: None,
+    })
+}
+
+/// `{'train_runtime': 3.859, 'train_samples_per_second': …, 'train_steps_per_second': 10.37, …}`:
+/// the run's seconds and steps a second give its steps (rounded: the rate is printed to three
+/// decimals) and their mean time.
+fn trainer_summary(body: &str) -> Option<Progress> {
+    let runtime = dict_value(body, "'train_runtime':")?;
+    let rate = dict_value(body, "'train_steps_per_second':")?;
+    let (Ok(runtime), Ok(rate)) = (runtime.parse::<f64>(), rate.parse::<f64>()) else {
+        return Some(UNREADABLE_TIME);
+    };
+    let steps = (runtime * rate).round();
+    if !(steps >= 1.0 && steps < u64::MAX as f64) {
+        return Some(UNREADABLE_TIME);
+    }
+    let step_ns = nanoseconds(runtime / steps, 1e9)?;
+    Some(Progress::Run { form: TrainingLog::HfTrainer, steps: steps as u64, step_ns })
+}
+
+/// A Python dict's value after `key`, unquoted: `'3.859'` or `3.859`.
+fn dict_value<'a>(body: &'a str, key: &str) -> Option<&'a str> {
+    let at = body.find(key)? + key.len();
+    let rest = body.get(at..)?.trim_start();
+    Some(rest.split([',', '}']).next()?.trim().trim_matches('\''))
 }
 
 /// `step: {step:2}  loss: …`, not `validate step:` nor a longer word ending in `step:`.
@@ -223,6 +336,41 @@ mod tests {
                 iteration(TrainingLog::Tqdm, 40, Some(800_000_000)),
             ),
             ("throughput 3.2 it/s [measured]", None),
+            // DeepSpeed's wall-clock breakdown: the optimizer step's line (current and old
+            // names), not the micro-step line nor Megatron's timers in the same form.
+            (
+                "[Rank 0] time (ms) | fwd: 449.36 | bwd: 882.04 | bwd_inner: 800.08 | bwd_allreduce: 81.60 | step: 35.17",
+                Some(Progress::Unnumbered { form: TrainingLog::DeepSpeedTimers, step_ns: 1_366_570_000 }),
+            ),
+            (
+                "rank=0 time (ms) | forward: 10.00 | backward: 20.00 | backward_inner: 15.00 | backward_allreduce: 5.00 | step: 2.50",
+                Some(Progress::Unnumbered { form: TrainingLog::DeepSpeedTimers, step_ns: 32_500_000 }),
+            ),
+            ("[Rank 0] time (ms) | fwd_microstep: 112.34 | bwd_microstep: 220.51 | step_microstep: 35.17", None),
+            ("time (ms) | forward-compute: 1210.33 | backward-compute: 2540.10 | optimizer: 85.21", None),
+            // DeepSpeed's throughput timer: the step, timed by the logger's stamps.
+            (
+                "[2025-03-14 10:22:31,418] [INFO] [timer.py:264:stop] epoch=0/micro_step=400/global_step=100, RunningAvgSamplesPerSec=412.88, CurrSamplesPerSec=415.00, MemAllocated=12.34GB, MaxMemAllocated=20.1GB",
+                iteration(TrainingLog::DeepSpeedThroughput, 100, None),
+            ),
+            // Hugging Face Trainer's run summary, unquoted and quoted; its loss dicts say no time.
+            (
+                "{'train_runtime': 1234.5678, 'train_samples_per_second': 41.472, 'train_steps_per_second': 0.81, 'train_loss': 2.45, 'epoch': 1.0}",
+                Some(Progress::Run { form: TrainingLog::HfTrainer, steps: 1000, step_ns: 1_234_567_800 }),
+            ),
+            (
+                "{'train_runtime': '3.859', 'train_samples_per_second': '10.37', 'train_steps_per_second': '10.37', 'train_loss': '6.857', 'epoch': '1'}",
+                Some(Progress::Run { form: TrainingLog::HfTrainer, steps: 40, step_ns: 96_475_000 }),
+            ),
+            ("{'loss': 2.3456, 'grad_norm': 1.23, 'learning_rate': 4.5e-05, 'epoch': 0.12}", None),
+            // Lines of these forms whose numbers do not parse are skipped and reported.
+            (" iteration 20/ 100 | elapsed time per iteration (ms): nan |", Some(UNREADABLE_TIME)),
+            ("steps: 100 loss: 2.3456 iter time (s): 1.2.3 samples/sec: 1", Some(UNREADABLE_TIME)),
+            (
+                "| MnRtt/Rnk: 3453.08ms/8 | MxRtt/Rnk: 34",
+                Some(Progress::Unreadable { why: "its times are not `<ms>ms/<rank>`" }),
+            ),
+            ("{'train_runtime': 'x', 'train_steps_per_second': '1.0'}", Some(UNREADABLE_TIME)),
         ];
         for (line, expected) in cases {
             assert_eq!(parse(line), expected, "{line}");

@@ -75,7 +75,7 @@ pub fn split_prefix(line: &str) -> (Prefixes, &str) {
     let mut prefixes = Prefixes::default();
     let mut rest = line;
     for _ in 0..4 {
-        let trimmed = rest.trim_start();
+        let trimmed = rest.trim_ascii_start();
         if let Some((role, r, tail)) = bracket_rank(trimmed) {
             if role == "rank" {
                 prefixes.global = Some(r);
@@ -94,18 +94,19 @@ pub fn split_prefix(line: &str) -> (Prefixes, &str) {
 }
 
 /// `[rank3]:` or `[<role>3]:` (letters then digits, then `]:` or `]`): the role and number.
+/// Byte by byte: it runs on the head of every line of a log.
 fn bracket_rank(s: &str) -> Option<(&str, u32, &str)> {
     let inner = s.strip_prefix('[')?;
-    let close = inner.find(']')?;
-    let (label, tail) = inner.split_at(close);
-    let digits_at = label.find(|c: char| c.is_ascii_digit())?;
-    let (role, digits) = label.split_at(digits_at);
-    if role.is_empty() || !role.chars().all(|c| c.is_ascii_alphabetic() || c == '_') || digits.len() > 7 {
+    let bytes = inner.as_bytes();
+    let role_len = bytes.iter().take_while(|b| b.is_ascii_alphabetic() || **b == b'_').count();
+    let digits = bytes.get(role_len..)?.iter().take_while(|b| b.is_ascii_digit()).count();
+    if role_len == 0 || digits == 0 || digits > 7 {
         return None;
     }
-    let rank = digits.parse().ok()?;
+    let (role, rest) = inner.split_at_checked(role_len)?;
+    let (number, tail) = rest.split_at_checked(digits)?;
     let tail = tail.strip_prefix(']')?;
-    Some((role, rank, tail.strip_prefix(':').unwrap_or(tail)))
+    Some((role, number.parse().ok()?, tail.strip_prefix(':').unwrap_or(tail)))
 }
 
 /// Slurm `srun -l`: `3: ` at the start of the line.

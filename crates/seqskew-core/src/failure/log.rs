@@ -13,7 +13,10 @@ use std::collections::{BTreeSet, HashMap};
 use memchr::memmem;
 
 use super::clock;
-use super::evidence::{Event, EventKind, FileEvidence, Iteration, LastOutput, MAX_ITERATIONS, RankExtremes, file_rank};
+use super::evidence::{
+    Event, EventKind, FileEvidence, Iteration, LastOutput, MAX_ITERATIONS, MAX_UNREADABLE, RankExtremes, TrainingLog,
+    UnreadableLine, file_rank,
+};
 use super::iteration::{self, Progress};
 use super::line::{self, Prefixes, Said};
 
@@ -98,6 +101,10 @@ pub struct LogScanner {
     /// Training-progress lines with the prefixes of their line (resolved at the end, like events).
     iterations: Vec<(Iteration, Prefixes)>,
     iterations_dropped: u64,
+    /// Lines that time a step without numbering it, counted per writer and form: their steps.
+    unnumbered: HashMap<(Prefixes, TrainingLog), u64>,
+    unreadable: Vec<UnreadableLine>,
+    unreadable_lines: u64,
     rank_extremes: Vec<RankExtremes>,
     finders: Vec<memmem::Finder<'static>>,
     progress_finders: Vec<memmem::Finder<'static>>,
@@ -123,6 +130,9 @@ impl LogScanner {
             last_output: HashMap::new(),
             iterations: Vec::new(),
             iterations_dropped: 0,
+            unnumbered: HashMap::new(),
+            unreadable: Vec::new(),
+            unreadable_lines: 0,
             rank_extremes: Vec::new(),
             finders: ANCHORS.iter().map(|a| memmem::Finder::new(a.as_bytes()).into_owned()).collect(),
             progress_finders: iteration::ANCHORS
@@ -194,6 +204,8 @@ impl LogScanner {
             iterations,
             iterations_dropped: self.iterations_dropped,
             rank_extremes: self.rank_extremes,
+            unreadable: self.unreadable,
+            unreadable_lines: self.unreadable_lines,
         }
     }
 
@@ -267,14 +279,35 @@ impl LogScanner {
     }
 
     fn note(&mut self, progress: Progress, prefixes: Prefixes, line: u64, time_ns: Option<i64>) {
-        if self.iterations.len() + self.rank_extremes.len() >= MAX_ITERATIONS {
-            self.iterations_dropped += 1;
-            return;
-        }
+        let full = self.iterations.len() + self.rank_extremes.len() >= MAX_ITERATIONS;
+        let iteration = |form, step, step_ns, covers_from| Iteration {
+            line,
+            rank: None,
+            form,
+            step,
+            time_ns,
+            step_ns,
+            covers_from,
+        };
         match progress {
+            Progress::Unreadable { why } => {
+                self.unreadable_lines += 1;
+                if self.unreadable.len() < MAX_UNREADABLE {
+                    self.unreadable.push(UnreadableLine { line, why: why.to_owned() });
+                }
+            }
+            _ if full => self.iterations_dropped += 1,
             Progress::Iteration { form, step, step_ns } => {
-                let iteration = Iteration { line, rank: None, form, step, time_ns, step_ns };
-                self.iterations.push((iteration, prefixes));
+                self.iterations.push((iteration(form, step, step_ns, None), prefixes));
+            }
+            Progress::Unnumbered { form, step_ns } => {
+                let count = self.unnumbered.entry((prefixes, form)).or_default();
+                *count += 1;
+                let step = *count;
+                self.iterations.push((iteration(form, step, Some(step_ns), None), prefixes));
+            }
+            Progress::Run { form, steps, step_ns } => {
+                self.iterations.push((iteration(form, steps, Some(step_ns), Some(1)), prefixes));
             }
             Progress::Extremes { fastest_rank, fastest_ns, slowest_rank, slowest_ns } => {
                 self.rank_extremes.push(RankExtremes {

@@ -2,7 +2,7 @@
 //! They make no workers; what they read is the file's [`FileEvidence`].
 
 use super::parser::{ContentParser, ImportStats};
-use crate::diag::{DiagnosticSink, Severity};
+use crate::diag::{DiagnosticSink, Location, Severity};
 use crate::failure::evidence::{Event, EventKind, FileEvidence, TrainingLog};
 use crate::failure::line;
 use crate::failure::{clock, dump, log, pickle};
@@ -47,25 +47,44 @@ fn describe(evidence: &FileEvidence, diags: &mut DiagnosticSink) {
 /// The training progress a log reports, for its diagnostic: `; 10 Megatron-LM iteration lines
 /// (steps 4–40), 10 straggler lines`, or nothing.
 fn describe_progress(evidence: &FileEvidence) -> String {
-    let mut parts = Vec::new();
-    if let (Some(first), Some(last)) = (evidence.iterations.first(), evidence.iterations.last()) {
-        let form = match first.form {
-            TrainingLog::Megatron => "Megatron-LM iteration",
-            TrainingLog::Torchtitan => "torchtitan step",
-            TrainingLog::DeepSpeed => "DeepSpeed step",
-            TrainingLog::Tqdm => "progress-bar",
-        };
-        let (low, high) =
-            evidence.iterations.iter().fold((first.step, last.step), |(lo, hi), i| (lo.min(i.step), hi.max(i.step)));
-        parts.push(format!("{} {form} lines (steps {low}–{high})", evidence.iterations.len()));
+    let mut by_form: std::collections::BTreeMap<TrainingLog, (usize, u64, u64)> = Default::default();
+    for i in &evidence.iterations {
+        let first = i.covers_from.unwrap_or(i.step);
+        let (count, low, high) = by_form.entry(i.form).or_insert((0, first, i.step));
+        *count += 1;
+        *low = (*low).min(first);
+        *high = (*high).max(i.step);
     }
+    let mut parts: Vec<String> = by_form
+        .into_iter()
+        .map(|(form, (count, low, high))| format!("{count} {} lines (steps {low}–{high})", form.lines_name()))
+        .collect();
     if !evidence.rank_extremes.is_empty() {
         parts.push(format!("{} straggler lines", evidence.rank_extremes.len()));
     }
     if evidence.iterations_dropped > 0 {
         parts.push(format!("{} more progress lines not kept", evidence.iterations_dropped));
     }
+    if evidence.unreadable_lines > 0 {
+        parts.push(format!("{} progress lines skipped as unreadable", evidence.unreadable_lines));
+    }
     if parts.is_empty() { String::new() } else { format!("; {}", parts.join(", ")) }
+}
+
+/// Progress lines whose values do not parse, each by its line number (the first few).
+fn describe_unreadable(evidence: &FileEvidence, diags: &mut DiagnosticSink) {
+    const NAMED: usize = 5;
+    for skipped in evidence.unreadable.iter().take(NAMED) {
+        diags.push(
+            Severity::Warning,
+            Some(Location::Line(skipped.line)),
+            format!("a training-progress line skipped: {}", skipped.why),
+        );
+    }
+    let more = evidence.unreadable_lines.saturating_sub(NAMED as u64);
+    if more > 0 {
+        diags.push(Severity::Warning, None, format!("{more} more training-progress lines skipped as unreadable"));
+    }
 }
 
 impl ContentParser for LogParser {
@@ -79,6 +98,7 @@ impl ContentParser for LogParser {
         let evidence = self.scanner.take()?.finish();
         self.lines = evidence.lines;
         describe(&evidence, diags);
+        describe_unreadable(&evidence, diags);
         Some(evidence)
     }
 

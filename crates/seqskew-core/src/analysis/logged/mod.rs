@@ -438,7 +438,7 @@ fn decide(
     let why = inconclusive_reason(found);
     let headline = format!("No verdict from {source}: {why}.");
     let to_confirm = format!(
-        "Record each rank's document lengths per step as a step log (docs/formats.md: `step`, `rank`, `lengths`) and give it with the log; run Megatron-LM with --log-straggler. {WHAT_A_LOG_CANNOT_TELL}"
+        "Record each rank's document lengths per step as a step log (docs/formats.md: `step`, `rank`, `lengths`) and give it with the log; with Megatron-LM, run with --log-straggler. {WHAT_A_LOG_CANNOT_TELL}"
     );
     let fix = Fix { summary: to_confirm.clone(), ..Fix::default() };
     (verdict("inconclusive", "low", headline, to_confirm), fix)
@@ -476,7 +476,10 @@ fn not_the_data(
 /// Why no verdict could be drawn, in words.
 fn inconclusive_reason(found: &Found<'_>) -> String {
     if found.lengths && found.times.intervals.is_empty() {
-        return "the inputs have each rank's lengths but no step times: add the training log of the same run (Megatron-LM or torchtitan iteration lines), or step times to the step log".into();
+        return "the inputs have each rank's lengths but no step times: add the training log of the same run (the iteration lines of Megatron-LM, torchtitan or DeepSpeed, or a progress bar), or step times to the step log".into();
+    }
+    if found.times.intervals.len() == 1 && found.slowest.is_none() {
+        return "the log gives one mean step time for all its steps (as Hugging Face's run summary, `train_runtime`), not each step's: keep the progress bar (`disable_tqdm=False`) or log every few steps".into();
     }
     if found.ranks_with_lengths == 1 && !found.lengths {
         return "the lengths are of one rank only, and straggling is between ranks: give every rank's lengths (or, for a job of one process, there is nothing to straggle)".into();

@@ -69,21 +69,29 @@ pub struct StepTimes {
 }
 
 /// The step times the logs' iteration lines give, or `None` when they have none. Several
-/// sources of the same interval (ranks, files) give their median.
+/// sources of the same interval (ranks, files) give their median. A run's summary (one mean
+/// over the whole run) counts only when no line times steps of their own.
 pub fn from_logs(evidence: &[FileEvidence]) -> Option<StepTimes> {
     let mut by_range: BTreeMap<(u64, u64), Vec<f64>> = BTreeMap::new();
+    let mut summaries: BTreeMap<(u64, u64), Vec<f64>> = BTreeMap::new();
     let mut extremes = Vec::new();
     for file in evidence {
-        let mut by_rank: BTreeMap<Option<u32>, Vec<&Iteration>> = BTreeMap::new();
+        // A source is one rank's lines of one form: a log may hold several forms whose
+        // counts differ (DeepSpeed's timer lines every step, its pipeline lines every few).
+        let mut by_source: BTreeMap<(Option<u32>, TrainingLog), Vec<&Iteration>> = BTreeMap::new();
         for iteration in &file.iterations {
-            by_rank.entry(iteration.rank).or_default().push(iteration);
+            by_source.entry((iteration.rank, iteration.form)).or_default().push(iteration);
         }
-        for iterations in by_rank.values() {
+        for ((_, form), iterations) in &by_source {
+            let into = if *form == TrainingLog::HfTrainer { &mut summaries } else { &mut by_range };
             for interval in intervals(iterations) {
-                by_range.entry((interval.first, interval.last)).or_default().push(interval.step_ns);
+                into.entry((interval.first, interval.last)).or_default().push(interval.step_ns);
             }
         }
         extremes.extend(extremes_of(file));
+    }
+    if by_range.is_empty() {
+        by_range = summaries;
     }
     let intervals: Vec<Interval> =
         by_range.into_iter().map(|((first, last), times)| Interval { first, last, step_ns: median(&times) }).collect();
@@ -141,9 +149,9 @@ fn spacing(lines: &[&Iteration]) -> u64 {
     gaps.iter().max_by_key(|&(gap, count)| (*count, std::cmp::Reverse(*gap))).map_or(1, |(&gap, _)| gap)
 }
 
-/// One source's intervals (its lines in line order). Each line's time covers the steps since
-/// the source's previous line; the first line's, as many steps as the lines are usually
-/// apart. A line without a time of its own (torchtitan) times the steps since the previous
+/// One source's intervals (its lines in line order). Each line's time covers the steps it says
+/// (a run's summary), else those since the source's previous line; the first line's, as many
+/// steps as the lines are usually apart. A line without a time of its own (torchtitan) times the steps since the previous
 /// line by their time stamps.
 fn intervals(lines: &[&Iteration]) -> Vec<Interval> {
     let spacing = spacing(lines);
@@ -164,7 +172,10 @@ fn intervals(lines: &[&Iteration]) -> Vec<Interval> {
             },
             (None, None) => continue,
         };
-        let first = after.map_or_else(|| first_of_spacing(line.step, spacing), |p| p.step + 1);
+        let first = line
+            .covers_from
+            .filter(|&from| from <= line.step)
+            .unwrap_or_else(|| after.map_or_else(|| first_of_spacing(line.step, spacing), |p| p.step + 1));
         out.push(Interval { first, last: line.step, step_ns });
     }
     out
@@ -217,6 +228,7 @@ mod tests {
             step,
             time_ns: time_s.map(|s| s * 1_000_000_000),
             step_ns: step_ms.map(|ms| ms * 1_000_000),
+            covers_from: None,
         }
     }
 
@@ -262,5 +274,47 @@ mod tests {
         // One straggler line, not one per interval: it covers the interval before it.
         assert_eq!(times.extremes, vec![Extremes { steps: Some((5, 8)), slowest: (3, 75), fastest: (0, 50) }]);
         assert_eq!(from_logs(&[FileEvidence::default()]), None);
+    }
+
+    #[test]
+    fn each_form_in_a_file_is_its_own_source_and_a_run_summary_covers_the_run() {
+        let ms = |ms: u64| (ms * 1_000_000) as f64;
+        // DeepSpeed's timer lines every step and its pipeline lines every two, interleaved.
+        let timers =
+            |l, step, ms| Iteration { form: TrainingLog::DeepSpeedTimers, ..line(l, None, step, None, Some(ms)) };
+        let deepspeed = FileEvidence {
+            iterations: vec![
+                timers(1, 1, 100),
+                timers(2, 2, 300),
+                line(3, None, 2, None, Some(200)),
+                timers(4, 3, 100),
+                timers(5, 4, 100),
+                line(6, None, 4, None, Some(100)),
+            ],
+            ..FileEvidence::default()
+        };
+        let times = from_logs(&[deepspeed]).expect("times");
+        let got: Vec<(u64, u64, f64)> = times.intervals.iter().map(|i| (i.first, i.last, i.step_ns)).collect();
+        assert_eq!(
+            got,
+            vec![(1, 1, ms(100)), (1, 2, ms(200)), (2, 2, ms(300)), (3, 3, ms(100)), (3, 4, ms(100)), (4, 4, ms(100)),]
+        );
+        let summary =
+            Iteration { form: TrainingLog::HfTrainer, covers_from: Some(1), ..line(9, None, 40, None, Some(96)) };
+        let alone = FileEvidence { iterations: vec![summary.clone()], ..FileEvidence::default() };
+        let run = from_logs(&[alone]).expect("times");
+        assert_eq!(run.intervals, vec![Interval { first: 1, last: 40, step_ns: ms(96) }]);
+        // Beside lines that time steps of their own, the summary adds nothing.
+        let with_bar = FileEvidence {
+            iterations: vec![
+                Iteration { form: TrainingLog::Tqdm, ..line(1, None, 20, None, Some(90)) },
+                Iteration { form: TrainingLog::Tqdm, ..line(2, None, 40, None, Some(100)) },
+                summary,
+            ],
+            ..FileEvidence::default()
+        };
+        let ranges: Vec<(u64, u64)> =
+            from_logs(&[with_bar]).expect("times").intervals.iter().map(|i| (i.first, i.last)).collect();
+        assert_eq!(ranges, vec![(1, 20), (21, 40)]);
     }
 }
