@@ -181,6 +181,8 @@ fn a_step_log_of_lengths_and_job_step_times_is_judged_by_its_step_times() {
     let report = diagnose(&assemble(&imports), &imports.iter().map(FileImport::summary).collect::<Vec<_>>());
     assert_eq!(report.verdict.primary, "inconclusive");
     assert!(report.verdict.headline.contains("no step times"), "{}", report.verdict.headline);
+    let advice = report.verdict.to_confirm.unwrap_or_default();
+    assert!(advice.starts_with("Give the training log of the same run"), "asks for what is missing: {advice}");
 }
 
 /// A lengths record numbered from 0 beside a Megatron-LM log numbered from 1: the report says

@@ -437,9 +437,15 @@ fn decide(
     }
     let why = inconclusive_reason(found);
     let headline = format!("No verdict from {source}: {why}.");
-    let to_confirm = format!(
-        "Record each rank's document lengths per step as a step log (docs/formats.md: `step`, `rank`, `lengths`) and give it with the log; with Megatron-LM, run with --log-straggler. {WHAT_A_LOG_CANNOT_TELL}"
-    );
+    let to_confirm = if found.lengths && found.times.intervals.is_empty() {
+        format!(
+            "Give the training log of the same run with these lengths (its iteration lines, joined by step number; docs/formats.md), or add `step_s` to the step log. {WHAT_A_LOG_CANNOT_TELL}"
+        )
+    } else {
+        format!(
+            "Record each rank's document lengths per step as a step log (docs/formats.md: `step`, `rank`, `lengths`) and give it with the log; with Megatron-LM, run with --log-straggler. {WHAT_A_LOG_CANNOT_TELL}"
+        )
+    };
     let fix = Fix { summary: to_confirm.clone(), ..Fix::default() };
     (verdict("inconclusive", "low", headline, to_confirm), fix)
 }
