@@ -154,6 +154,10 @@ pub struct KinetoBuilder {
     /// The distinct groups of ranks its point-to-point calls (pipeline send/recv) went to, each
     /// sorted: the pipeline's stages, when the job is pipeline-parallel.
     p2p_groups: Vec<Vec<u32>>,
+    /// Whether any operator or kernel is a point-to-point call, named group or not.
+    saw_point_to_point: bool,
+    /// `distributedInfo.pg_config`: the process groups the rank had, when the trace lists them.
+    process_groups: Option<Vec<Vec<u32>>>,
     names: NameCache<NameClass>,
     shapes: ShapeMemo,
 }
@@ -260,6 +264,8 @@ impl KinetoBuilder {
             passes: Vec::new(),
             comm_threads: Vec::new(),
             p2p_groups: Vec::new(),
+            saw_point_to_point: false,
+            process_groups: None,
             names: NameCache::default(),
             shapes: ShapeMemo::default(),
         }
@@ -303,6 +309,7 @@ impl KinetoBuilder {
                     self.attention.push(AttentionOp { start, end, thread, backward, shape });
                     OpClass::Attention
                 } else if let Some(op) = named.collective {
+                    self.saw_point_to_point |= op.is_point_to_point();
                     if named.backend_collective { OpClass::Collective(op) } else { OpClass::Comm(op) }
                 } else {
                     OpClass::Compute
@@ -321,6 +328,7 @@ impl KinetoBuilder {
                 let is_memory = matches!(cat, "gpu_memcpy" | "gpu_memset" | "Memcpy" | "Memset");
                 let named = self.names.get_or(name, NameClass::of);
                 let op = self.collective_in_args(ev.args.as_ref()).or(if is_memory { None } else { named.collective });
+                self.saw_point_to_point |= op.is_some_and(CollectiveOp::is_point_to_point);
                 self.note_p2p_group(op, ev.args.as_ref());
                 let kind = if op.is_some() {
                     SpanKind::Communication
@@ -931,11 +939,14 @@ impl TraceBuilder for KinetoBuilder {
                     rank: Option<&'a RawValue>,
                     #[serde(borrow, default)]
                     world_size: Option<&'a RawValue>,
+                    #[serde(borrow, default)]
+                    pg_config: Option<&'a RawValue>,
                 }
                 // Either may be a string of digits.
                 let number = |raw: &RawValue| to_u64(raw.get()).and_then(|n| u32::try_from(n).ok());
                 match serde_json::from_str::<Dist<'_>>(value.get()) {
-                    Ok(Dist { rank, world_size }) => {
+                    Ok(Dist { rank, world_size, pg_config }) => {
+                        self.process_groups = pg_config.and_then(|c| process_groups(c.get()));
                         if let Some(r) = rank {
                             match number(r) {
                                 Some(r) => self.rank = Some(r),
@@ -1055,7 +1066,14 @@ impl TraceBuilder for KinetoBuilder {
         let world_size = world_size_above_rank(self.world_size, self.rank, "distributedInfo.world_size", None, diags);
         // One group of send/recv partners holding the rank is its pipeline (several would be
         // other layouts: neighbour pairs, or context-parallel rings; none is then assumed).
-        let mut holding = self.p2p_groups.iter().filter(|g| rank.is_some_and(|r| g.contains(&r)));
+        // Where the calls name no group (gloo records none), a rank whose only process group
+        // is the default one sent and received through it: its pipeline is the whole job.
+        let sole_group = match self.process_groups.as_deref() {
+            Some([only]) if self.saw_point_to_point && self.p2p_groups.is_empty() => Some(only),
+            _ => None,
+        };
+        let mut holding =
+            self.p2p_groups.iter().chain(sole_group).filter(|g| g.len() >= 2 && rank.is_some_and(|r| g.contains(&r)));
         let pipeline_group = match (holding.next(), holding.next()) {
             (Some(group), None) => group.clone(),
             _ => Vec::new(),
@@ -1076,9 +1094,60 @@ impl TraceBuilder for KinetoBuilder {
     }
 }
 
+/// The ranks of each group `distributedInfo.pg_config` lists (`[{"ranks": [0, 1], …}, …]`),
+/// each sorted; `None` when it is not such a list (then nothing is inferred from it).
+fn process_groups(config: &str) -> Option<Vec<Vec<u32>>> {
+    #[derive(serde::Deserialize)]
+    struct Group {
+        #[serde(default)]
+        ranks: Vec<u32>,
+    }
+    let groups: Vec<Group> = serde_json::from_str(config).ok()?;
+    Some(
+        groups
+            .into_iter()
+            .map(|g| {
+                let mut ranks = g.ranks;
+                ranks.sort_unstable();
+                ranks.dedup();
+                ranks
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// gloo's send/recv name no group: a trace listing one process group sent through it, one
+    /// listing several says nothing of which carried the pipeline.
+    #[test]
+    fn the_pipeline_of_unnamed_send_recv_is_the_only_process_group() {
+        let trace = |groups: &str, op: &str| {
+            format!(
+                r#"{{"schemaVersion": 1, "distributedInfo": {{"backend": "gloo", "rank": 1, "world_size": 2, "pg_config": {groups}}},
+                "traceEvents": [
+                  {{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100}},
+                  {{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 50}},
+                  {{"ph": "X", "cat": "cpu_op", "name": "{op}", "pid": 1, "tid": 1, "ts": 60, "dur": 10}}
+                ]}}"#
+            )
+        };
+        let one = r#"[{"pg_name": "0", "pg_desc": "default_pg", "pg_size": 2, "ranks": [1, 0]}]"#;
+        let two = r#"[{"pg_name": "0", "ranks": [0, 1]}, {"pg_name": "1", "ranks": [0, 1]}]"#;
+        for (groups, op, pipeline) in [
+            (one, "c10d::send", vec![0, 1]),
+            (one, "c10d::recv_", vec![0, 1]),
+            (two, "c10d::send", vec![]),
+            (one, "c10d::allreduce_", vec![]),
+            ("\"not a list\"", "c10d::send", vec![]),
+        ] {
+            let import = crate::import::import_bytes("rank1.pt.trace.json", trace(groups, op).as_bytes());
+            let groups: Vec<&[u32]> = import.workers.iter().map(|w| w.pipeline_group.as_slice()).collect();
+            assert_eq!(groups, [pipeline.as_slice()], "{groups:?} with {op}: {:?}", import.diagnostics);
+        }
+    }
 
     #[test]
     fn lengths_of_a_seqlens_mark() {
