@@ -400,8 +400,16 @@ impl Report {
     pub fn share_title(&self, cause: &str) -> &'static str {
         match cause {
             "communication" if self.peers_missing() => "Collectives (transfer, or waiting for ranks not loaded)",
+            // The share of compute that varies from step to step is the data's only where the
+            // verdict found the data behind it.
+            "sequence_length_imbalance" if !self.verdict_names(cause) => "Compute varying (not shown to be the data)",
             _ => cause_title(cause),
         }
+    }
+
+    /// Whether the verdict names `cause`, as its primary cause or a contributing one.
+    fn verdict_names(&self, cause: &str) -> bool {
+        self.verdict.primary == cause || self.verdict.contributing.iter().any(|c| c.cause == cause)
     }
 
     /// The summary's points, shared by the Markdown and HTML reports: `text` makes input-derived
@@ -640,6 +648,18 @@ mod tests {
         }
         report.job.world_size = Some(2);
         assert!(!report.peers_missing());
+    }
+
+    #[test]
+    fn varying_compute_is_called_the_data_only_where_the_verdict_says_so() {
+        let mut report = Report::default();
+        report.verdict.primary = "pipeline_stage_imbalance".into();
+        assert_eq!(report.share_title("sequence_length_imbalance"), "Compute varying (not shown to be the data)");
+        report.verdict.contributing = vec![CauseShare { cause: "sequence_length_imbalance".into(), share: 0.3 }];
+        assert_eq!(report.share_title("sequence_length_imbalance"), cause_title("sequence_length_imbalance"));
+        report.verdict.contributing.clear();
+        report.verdict.primary = "sequence_length_imbalance".into();
+        assert_eq!(report.share_title("sequence_length_imbalance"), cause_title("sequence_length_imbalance"));
     }
 
     #[test]

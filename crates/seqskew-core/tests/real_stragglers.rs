@@ -33,8 +33,10 @@ fn report_of(case: &str) -> Report {
     diagnose(&assemble(&imports), &inputs)
 }
 
-/// The cases that are 2-stage pipelines (`torch.distributed.pipelining`, one stage per rank).
-const PIPELINES: [&str; 2] = ["heavy_last_stage", "pipeline_seqlen"];
+/// The cases that are 2-stage pipelines (`torch.distributed.pipelining`, one stage per rank),
+/// with their layout (dp, pp).
+const PIPELINES: [(&str, (usize, usize)); 3] =
+    [("heavy_last_stage", (1, 2)), ("pipeline_seqlen", (1, 2)), ("dp_pp_heavy_stage", (2, 2))];
 
 #[test]
 fn real_cpu_jobs_get_the_verdict_they_were_made_for() {
@@ -47,9 +49,9 @@ fn real_cpu_jobs_get_the_verdict_they_were_made_for() {
         let report = report_of(case);
         let said = format!("{case}: {}", report.verdict.headline);
         assert_eq!(report.verdict.primary, primary, "{said}");
-        // The pipelines' stages talk on the default group, which gloo's traces do not name:
-        // the layout comes from the one process group each trace lists.
-        let layout = if PIPELINES.contains(&case) { (1, 2) } else { (report.job.dp, 1) };
+        // gloo's traces name no group for the pipelines' send/recv: the layout comes from the
+        // process groups each trace lists (the only one, or the device mesh's `mesh_pp`).
+        let layout = PIPELINES.iter().find(|(c, _)| *c == case).map_or((report.job.dp, 1), |(_, l)| *l);
         assert_eq!((report.job.dp, report.job.pp), layout, "{said}");
         let mut slow: Vec<u32> = report.slow_workers.iter().map(|w| w.rank).collect();
         slow.sort_unstable();
@@ -59,5 +61,5 @@ fn real_cpu_jobs_get_the_verdict_they_were_made_for() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 7);
+    assert_eq!(checked, 8);
 }

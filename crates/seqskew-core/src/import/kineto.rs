@@ -156,8 +156,8 @@ pub struct KinetoBuilder {
     p2p_groups: Vec<Vec<u32>>,
     /// Whether any operator or kernel is a point-to-point call, named group or not.
     saw_point_to_point: bool,
-    /// `distributedInfo.pg_config`: the process groups the rank had, when the trace lists them.
-    process_groups: Option<Vec<Vec<u32>>>,
+    /// The group `distributedInfo.pg_config` says is the pipeline ([`pipeline_in_config`]).
+    config_pipeline: Option<Vec<u32>>,
     names: NameCache<NameClass>,
     shapes: ShapeMemo,
 }
@@ -265,7 +265,7 @@ impl KinetoBuilder {
             comm_threads: Vec::new(),
             p2p_groups: Vec::new(),
             saw_point_to_point: false,
-            process_groups: None,
+            config_pipeline: None,
             names: NameCache::default(),
             shapes: ShapeMemo::default(),
         }
@@ -946,7 +946,7 @@ impl TraceBuilder for KinetoBuilder {
                 let number = |raw: &RawValue| to_u64(raw.get()).and_then(|n| u32::try_from(n).ok());
                 match serde_json::from_str::<Dist<'_>>(value.get()) {
                     Ok(Dist { rank, world_size, pg_config }) => {
-                        self.process_groups = pg_config.and_then(|c| process_groups(c.get()));
+                        self.config_pipeline = pg_config.and_then(|c| pipeline_in_config(c.get()));
                         if let Some(r) = rank {
                             match number(r) {
                                 Some(r) => self.rank = Some(r),
@@ -1066,14 +1066,12 @@ impl TraceBuilder for KinetoBuilder {
         let world_size = world_size_above_rank(self.world_size, self.rank, "distributedInfo.world_size", None, diags);
         // One group of send/recv partners holding the rank is its pipeline (several would be
         // other layouts: neighbour pairs, or context-parallel rings; none is then assumed).
-        // Where the calls name no group (gloo records none), a rank whose only process group
-        // is the default one sent and received through it: its pipeline is the whole job.
-        let sole_group = match self.process_groups.as_deref() {
-            Some([only]) if self.saw_point_to_point && self.p2p_groups.is_empty() => Some(only),
-            _ => None,
-        };
+        // Where the calls name no group (gloo records none), the trace's list of process groups
+        // may still say which carried them.
+        let from_config =
+            self.config_pipeline.as_ref().filter(|_| self.saw_point_to_point && self.p2p_groups.is_empty());
         let mut holding =
-            self.p2p_groups.iter().chain(sole_group).filter(|g| g.len() >= 2 && rank.is_some_and(|r| g.contains(&r)));
+            self.p2p_groups.iter().chain(from_config).filter(|g| g.len() >= 2 && rank.is_some_and(|r| g.contains(&r)));
         let pipeline_group = match (holding.next(), holding.next()) {
             (Some(group), None) => group.clone(),
             _ => Vec::new(),
@@ -1094,34 +1092,46 @@ impl TraceBuilder for KinetoBuilder {
     }
 }
 
-/// The ranks of each group `distributedInfo.pg_config` lists (`[{"ranks": [0, 1], …}, …]`),
-/// each sorted; `None` when it is not such a list (then nothing is inferred from it).
-fn process_groups(config: &str) -> Option<Vec<Vec<u32>>> {
-    #[derive(serde::Deserialize)]
-    struct Group {
-        #[serde(default)]
-        ranks: Vec<u32>,
-    }
-    let groups: Vec<Group> = serde_json::from_str(config).ok()?;
-    Some(
-        groups
-            .into_iter()
-            .map(|g| {
-                let mut ranks = g.ranks;
-                ranks.sort_unstable();
-                ranks.dedup();
-                ranks
-            })
-            .collect(),
-    )
+/// The group `distributedInfo.pg_config` (`[{"pg_desc": "mesh_pp", "ranks": [0, 1], …}, …]`)
+/// says carried the pipeline's send/recv, for calls that name none: the one it describes as the
+/// pipeline (a device mesh's `mesh_pp`, Megatron-LM's `PIPELINE_MODEL_PARALLEL_GROUP`), else
+/// the only group there is. Its ranks, sorted. Read by hand (its objects hold strings, numbers
+/// and one list of numbers): this runs in the page's first bundle, where every decoder costs.
+fn pipeline_in_config(config: &str) -> Option<Vec<u32>> {
+    let list = config.trim().strip_prefix('[')?.strip_suffix(']')?;
+    let objects: Vec<&str> = list.split('}').filter(|o| o.contains('{')).collect();
+    let described = |o: &&&str| {
+        value_after_key(o, "\"pg_desc\"").is_some_and(|v| {
+            let desc = v.trim_start_matches('"').to_ascii_lowercase();
+            ["mesh_pp\"", "mesh_pipe\"", "mesh_pipeline\"", "pipeline_model_parallel"]
+                .iter()
+                .any(|d| desc.starts_with(d))
+        })
+    };
+    let mut pipelines = objects.iter().filter(described);
+    let chosen = match (pipelines.next(), pipelines.next(), objects.as_slice()) {
+        (Some(one), None, _) | (None, None, [one]) => one,
+        _ => return None,
+    };
+    let ranks = value_after_key(chosen, "\"ranks\"")?.strip_prefix('[')?.split(']').next()?;
+    let mut ranks = list_of_u32(ranks)?;
+    ranks.sort_unstable();
+    ranks.dedup();
+    Some(ranks)
+}
+
+/// The text after `key` and its colon in a JSON object's text.
+fn value_after_key<'a>(object: &'a str, key: &str) -> Option<&'a str> {
+    let (_, after) = object.split_once(key)?;
+    Some(after.trim_start().strip_prefix(':')?.trim_start())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// gloo's send/recv name no group: a trace listing one process group sent through it, one
-    /// listing several says nothing of which carried the pipeline.
+    /// gloo's send/recv name no group: a trace listing one process group sent through it, or
+    /// through the group it describes as the pipeline; several others say nothing of which.
     #[test]
     fn the_pipeline_of_unnamed_send_recv_is_the_only_process_group() {
         let trace = |groups: &str, op: &str| {
@@ -1136,10 +1146,17 @@ mod tests {
         };
         let one = r#"[{"pg_name": "0", "pg_desc": "default_pg", "pg_size": 2, "ranks": [1, 0]}]"#;
         let two = r#"[{"pg_name": "0", "ranks": [0, 1]}, {"pg_name": "1", "ranks": [0, 1]}]"#;
+        let mesh = r#"[{"pg_desc": "default_pg", "ranks": [0, 1, 2, 3]}, {"pg_desc": "mesh_dp", "ranks": [1, 3]}, {"pg_desc": "mesh_pp", "ranks": [0, 1]}]"#;
+        let as_torch_writes = r#"[{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cpu:gloo,cuda:gloo", "pg_size": 4, "ranks": [0, 1, 2, 3]}, {"pg_name": "2", "pg_desc": "mesh_pp", "backend_config": "cpu:gloo", "pg_size": 2, "ranks": [3, 1]}]"#;
+        assert_eq!(pipeline_in_config(as_torch_writes), Some(vec![1, 3]));
+        assert_eq!(pipeline_in_config(r#"[{"pg_desc": "default_pg", "ranks": [1, 0]}]"#), Some(vec![0, 1]));
+        assert_eq!(pipeline_in_config("[]"), None);
+        assert_eq!(pipeline_in_config(r#"{"ranks": [0]}"#), None);
         for (groups, op, pipeline) in [
             (one, "c10d::send", vec![0, 1]),
             (one, "c10d::recv_", vec![0, 1]),
             (two, "c10d::send", vec![]),
+            (mesh, "c10d::recv_", vec![0, 1]),
             (one, "c10d::allreduce_", vec![]),
             ("\"not a list\"", "c10d::send", vec![]),
         ] {
