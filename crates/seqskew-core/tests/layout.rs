@@ -92,3 +92,34 @@ fn groups_that_make_no_pipeline_layout_give_no_stages() {
     let import = import_bytes("rank1.pt.trace.json", text.as_bytes());
     assert_eq!(import.workers.first().map(|w| w.pipeline_group.clone()), Some(Vec::new()));
 }
+
+/// gloo's send/recv name no group (no `record_param_comms`): the trace's list of process
+/// groups says which carried them, the only one or the one described as the pipeline.
+#[test]
+fn unnamed_send_recv_go_through_the_group_the_trace_lists() {
+    let trace = |groups: &str, op: &str| {
+        format!(
+            r#"{{"schemaVersion": 1, "distributedInfo": {{"backend": "gloo", "rank": 1, "world_size": 2, "pg_config": {groups}}},
+            "traceEvents": [
+              {{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100}},
+              {{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 50}},
+              {{"ph": "X", "cat": "cpu_op", "name": "{op}", "pid": 1, "tid": 1, "ts": 60, "dur": 10}}
+            ]}}"#
+        )
+    };
+    let one = r#"[{"pg_name": "0", "pg_desc": "default_pg", "pg_size": 2, "ranks": [1, 0]}]"#;
+    let two = r#"[{"pg_name": "0", "ranks": [0, 1]}, {"pg_name": "1", "ranks": [0, 1]}]"#;
+    let mesh = r#"[{"pg_desc": "default_pg", "ranks": [0, 1, 2, 3]}, {"pg_desc": "mesh_dp", "ranks": [1, 3]}, {"pg_desc": "mesh_pp", "ranks": [0, 1]}]"#;
+    for (groups, op, pipeline) in [
+        (one, "c10d::send", vec![0, 1]),
+        (one, "c10d::recv_", vec![0, 1]),
+        (two, "c10d::send", vec![]),
+        (mesh, "c10d::recv_", vec![0, 1]),
+        (one, "c10d::allreduce_", vec![]),
+        ("\"not a list\"", "c10d::send", vec![]),
+    ] {
+        let import = import_bytes("rank1.pt.trace.json", trace(groups, op).as_bytes());
+        let groups: Vec<&[u32]> = import.workers.iter().map(|w| w.pipeline_group.as_slice()).collect();
+        assert_eq!(groups, [pipeline.as_slice()], "{groups:?} with {op}: {:?}", import.diagnostics);
+    }
+}
