@@ -49,8 +49,8 @@ pub struct FileEvidence {
     pub unreadable_lines: u64,
 }
 
-/// Unreadable lines kept per file, to name in its diagnostic.
-pub const MAX_UNREADABLE: usize = 100;
+/// Unreadable lines kept per file: those its diagnostics name by line number.
+pub const MAX_UNREADABLE: usize = 5;
 
 /// Iteration lines kept per file (a line each log interval: years of training).
 pub const MAX_ITERATIONS: usize = 1 << 20;

@@ -71,17 +71,17 @@ fn describe_progress(evidence: &FileEvidence) -> String {
     if parts.is_empty() { String::new() } else { format!("; {}", parts.join(", ")) }
 }
 
-/// Progress lines whose values do not parse, each by its line number (the first few).
+/// Progress lines whose values do not parse, each kept one by its line number, then how many
+/// more.
 fn describe_unreadable(evidence: &FileEvidence, diags: &mut DiagnosticSink) {
-    const NAMED: usize = 5;
-    for skipped in evidence.unreadable.iter().take(NAMED) {
+    for skipped in &evidence.unreadable {
         diags.push(
             Severity::Warning,
             Some(Location::Line(skipped.line)),
             format!("a training-progress line skipped: {}", skipped.why),
         );
     }
-    let more = evidence.unreadable_lines.saturating_sub(NAMED as u64);
+    let more = evidence.unreadable_lines.saturating_sub(evidence.unreadable.len() as u64);
     if more > 0 {
         diags.push(Severity::Warning, None, format!("{more} more training-progress lines skipped as unreadable"));
     }

@@ -82,8 +82,10 @@ pub fn from_logs(evidence: &[FileEvidence]) -> Option<StepTimes> {
         for iteration in &file.iterations {
             by_source.entry((iteration.rank, iteration.form)).or_default().push(iteration);
         }
-        for ((_, form), iterations) in &by_source {
-            let into = if *form == TrainingLog::HfTrainer { &mut summaries } else { &mut by_range };
+        for iterations in by_source.values() {
+            // A line that says which steps it covers from (a run's summary) times them all.
+            let summary = iterations.iter().any(|i| i.covers_from.is_some());
+            let into = if summary { &mut summaries } else { &mut by_range };
             for interval in intervals(iterations) {
                 into.entry((interval.first, interval.last)).or_default().push(interval.step_ns);
             }
@@ -151,8 +153,8 @@ fn spacing(lines: &[&Iteration]) -> u64 {
 
 /// One source's intervals (its lines in line order). Each line's time covers the steps it says
 /// (a run's summary), else those since the source's previous line; the first line's, as many
-/// steps as the lines are usually apart. A line without a time of its own (torchtitan) times the steps since the previous
-/// line by their time stamps.
+/// steps as the lines are usually apart. A line without a time of its own (torchtitan) times
+/// the steps since the previous line by their time stamps.
 fn intervals(lines: &[&Iteration]) -> Vec<Interval> {
     let spacing = spacing(lines);
     let mut out = Vec::new();
