@@ -824,9 +824,8 @@ impl<'a, 'l> Machine<'a, 'l> {
     fn collect(&mut self, kind: Kind, from: usize, name: Op) -> Result<(), String> {
         let items = self.stack.get(from..).unwrap_or_default();
         let mut seq = Seq::empty(kind);
-        seq.count(items, self.limits, name)?;
         let Tree { children, runs, .. } = &mut self.tree;
-        seq.append(items, children, runs)?;
+        seq.fill(items, self.limits, name, children, runs)?;
         self.stack.truncate(from);
         self.push_seq(seq)
     }
@@ -850,8 +849,7 @@ impl<'a, 'l> Machine<'a, 'l> {
             return Err(format!("{name} needs a {want:?} on the stack below its items"));
         };
         self.stale |= seq.shared;
-        seq.count(items, limits, name)?;
-        seq.append(items, children, runs)?;
+        seq.fill(items, limits, name, children, runs)?;
         let grown = Held { id: held.id, weight: seq.weight, height: seq.height };
         self.stack.truncate(from);
         if let Some(target) = self.stack.get_mut(at) {
@@ -898,14 +896,30 @@ impl Seq {
     fn empty(kind: Kind) -> Self {
         Seq { kind, shared: false, len: 0, first_run: NO_RUN, last_run: NO_RUN, weight: 1, height: 1 }
     }
-    /// Counts `items` in its weight and height, refusing what passes the limits.
-    fn count(&mut self, items: &[Held], limits: &Limits, name: Op) -> Result<(), String> {
+    /// Adds `items` at the end, counting them in its weight and height and refusing what
+    /// passes the limits (one pass over them: every container of a dump is filled this way).
+    /// They go on the last run when it ends where the next run would start (nothing was put in
+    /// `children` since), else on a new run. An error leaves the arena half filled: it ends
+    /// the decoding.
+    fn fill(
+        &mut self,
+        items: &[Held],
+        limits: &Limits,
+        name: Op,
+        children: &mut Vec<u32>,
+        runs: &mut Vec<Run>,
+    ) -> Result<(), String> {
+        if items.is_empty() {
+            return Ok(());
+        }
         // Fewer than 2^32 items (each took a byte of input) of under 2^32 each: no overflow.
         let (mut weight, mut deepest) = (u64::from(self.weight), 0);
-        for held in items {
+        let start = children.len();
+        children.extend(items.iter().map(|held| {
             weight += u64::from(held.weight);
             deepest = deepest.max(held.height);
-        }
+            held.id
+        }));
         let height = self.height.max(deepest.saturating_add(1));
         if usize::try_from(weight).map_or(true, |weight| weight > limits.max_values) {
             return Err(format!("{name}: {}", too_heavy(limits)));
@@ -915,16 +929,6 @@ impl Seq {
         }
         self.weight = u32::try_from(weight).map_err(|_| too_many())?;
         self.height = height;
-        Ok(())
-    }
-    /// Adds `items` at the end: to the last run when it ends where the next run would start
-    /// (nothing was put in `children` since), else as a new run.
-    fn append(&mut self, items: &[Held], children: &mut Vec<u32>, runs: &mut Vec<Run>) -> Result<(), String> {
-        if items.is_empty() {
-            return Ok(());
-        }
-        let start = children.len();
-        children.extend(items.iter().map(|held| held.id));
         let (Ok(start), Ok(end)) = (u32::try_from(start), u32::try_from(children.len())) else {
             return Err(too_many());
         };
