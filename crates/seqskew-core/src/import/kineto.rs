@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use serde_json::value::RawValue;
 
+use super::blocked;
 use super::events::{EventPlace, Interest, RawEvent, TraceBuilder};
 use super::json;
 use super::names::{
@@ -538,8 +539,9 @@ impl KinetoBuilder {
         StepTime { windows, pieces, collectives, passes: in_passes }
     }
 
-    /// CPU time: ops on every thread, collectives on side threads overlapping compute. Takes
-    /// the ops.
+    /// CPU time: ops on every thread, collectives on side threads overlapping compute, and an
+    /// op that encloses others counted as waiting where it is blocked on a collective
+    /// ([`blocked`]). Takes the ops.
     fn cpu_time(&mut self, windows: &[(Nanos, Nanos)], passes: &Passes) -> StepTime {
         let ops = std::mem::take(&mut self.ops);
         let has_spans = ops.iter().any(|o| matches!(o.class, OpClass::Collective(_)));
@@ -550,18 +552,37 @@ impl KinetoBuilder {
             let i = windows.partition_point(|w| w.1 <= t);
             windows.get(i).filter(|w| w.0 <= t).map(|_| i)
         };
-        for o in &ops {
-            let on_comm_thread = self.comm_threads.contains(&o.thread);
-            let kind = match o.class {
-                OpClass::Compute | OpClass::Attention if on_comm_thread => SpanKind::Communication,
-                OpClass::Compute => SpanKind::Compute,
-                OpClass::Attention => SpanKind::Attention,
-                OpClass::Optimizer => SpanKind::Optimizer,
-                OpClass::DataLoading => SpanKind::DataLoading,
-                OpClass::Comm(_) | OpClass::Collective(_) => SpanKind::Communication,
-            };
+        let kind_of = |o: &Op| match o.class {
+            OpClass::Compute | OpClass::Attention if self.comm_threads.contains(&o.thread) => SpanKind::Communication,
+            OpClass::Compute => SpanKind::Compute,
+            OpClass::Attention => SpanKind::Attention,
+            OpClass::Optimizer => SpanKind::Optimizer,
+            OpClass::DataLoading => SpanKind::DataLoading,
+            OpClass::Comm(_) | OpClass::Collective(_) => SpanKind::Communication,
+        };
+        let enclosing = blocked::encloses(
+            &ops.iter().map(|o| blocked::OnThread { thread: o.thread, start: o.start, end: o.end }).collect::<Vec<_>>(),
+        );
+        let in_flight = |o: &&Op| match o.class {
+            OpClass::Collective(_) => true,
+            OpClass::Comm(_) => !has_spans,
+            _ => false,
+        };
+        let computing = ops.iter().zip(&enclosing).filter(|(o, encloses)| !**encloses && computes(kind_of(o)));
+        let waits = blocked::waits(
+            ops.iter().filter(in_flight).map(|o| (o.start, o.end)).collect(),
+            computing.map(|(o, _)| (o.start, o.end)).collect(),
+        );
+        for (o, &encloses) in ops.iter().zip(&enclosing) {
+            let kind = kind_of(o);
             let pass = computes(kind).then(|| passes.at(o.start)).flatten();
-            pieces.push(Piece { start: o.start, end: o.end, kind, micro_batch: pass.map(|p| p.micro_batch) });
+            let micro_batch = pass.map(|p| p.micro_batch);
+            // An op enclosing other ops computes only where it is not blocked on a collective.
+            let parts = match encloses && computes(kind) {
+                true => blocked::outside(o.start, o.end, &waits),
+                false => vec![(o.start, o.end)],
+            };
+            pieces.extend(parts.into_iter().map(|(start, end)| Piece { start, end, kind, micro_batch }));
             let op = match o.class {
                 OpClass::Collective(op) => Some(op),
                 OpClass::Comm(op) if !has_spans => Some(op),

@@ -7,6 +7,7 @@
 //! [`assemble()`] then merges the files' workers into one [`Job`](crate::model::Job).
 
 mod assemble;
+mod blocked;
 mod chrome;
 mod events;
 #[cfg(feature = "failure")]
