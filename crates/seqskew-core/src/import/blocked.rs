@@ -25,22 +25,29 @@ pub struct OnThread {
 }
 
 /// For each op, whether another op of its thread starts inside it (it encloses work of its
-/// own); in the order given.
+/// own); in the order given. An op with the very same interval is not inside it. Per thread,
+/// counted in the thread's intervals sorted as [`union`] sorts them (one sort of one type: the
+/// page's first bundle carries this code, and each sort it instantiates costs kilobytes).
 pub fn encloses(ops: &[OnThread]) -> Vec<bool> {
-    let mut order: Vec<usize> = (0..ops.len()).collect();
-    // Per thread, by start, the longer first: an op's children follow it.
-    order.sort_unstable_by_key(|&i| ops.get(i).map(|o| (o.thread, o.start, std::cmp::Reverse(o.end))));
+    let mut threads: Vec<i64> = Vec::new();
+    for op in ops {
+        if !threads.contains(&op.thread) {
+            threads.push(op.thread);
+        }
+    }
     let mut result = vec![false; ops.len()];
-    for pair in order.windows(2) {
-        let (Some(&outer), Some(&next)) = (pair.first(), pair.get(1)) else { continue };
-        let (Some(a), Some(b)) = (ops.get(outer), ops.get(next)) else { continue };
-        // The next op in this order starts inside `a` exactly when some op does.
-        if a.thread == b.thread
-            && b.start < a.end
-            && (b.start, b.end) != (a.start, a.end)
-            && let Some(flag) = result.get_mut(outer)
-        {
-            *flag = true;
+    for thread in threads {
+        let mine = |o: &&OnThread| o.thread == thread;
+        let mut intervals: Vec<(Nanos, Nanos)> = ops.iter().filter(mine).map(|o| (o.start, o.end)).collect();
+        intervals.sort_unstable();
+        let before = |key: (Nanos, Nanos), or_equal: bool| {
+            intervals.partition_point(|&i| if or_equal { i <= key } else { i < key })
+        };
+        for (op, flag) in ops.iter().zip(result.iter_mut()).filter(|(o, _)| o.thread == thread) {
+            let starting_inside =
+                before((op.end, Nanos::MIN), false).saturating_sub(before((op.start, Nanos::MIN), false));
+            let twins = before((op.start, op.end), true).saturating_sub(before((op.start, op.end), false));
+            *flag = starting_inside > twins;
         }
     }
     result
