@@ -61,5 +61,5 @@ fn real_cpu_jobs_get_the_verdict_they_were_made_for() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 10);
+    assert_eq!(checked, 11);
 }
