@@ -14,6 +14,7 @@
 //! collective began) until it completed, whatever ops enclose that time ([`waits`]). Innermost
 //! ops that overlap a collective still compute: that is real overlap.
 
+use super::timeline::union;
 use crate::model::Nanos;
 
 /// An op's interval on its thread.
@@ -51,20 +52,6 @@ pub fn encloses(ops: &[OnThread]) -> Vec<bool> {
         }
     }
     result
-}
-
-/// The union of `intervals`, sorted and disjoint.
-fn union(mut intervals: Vec<(Nanos, Nanos)>) -> Vec<(Nanos, Nanos)> {
-    intervals.retain(|(start, end)| start < end);
-    intervals.sort_unstable();
-    let mut merged: Vec<(Nanos, Nanos)> = Vec::with_capacity(intervals.len());
-    for (start, end) in intervals {
-        match merged.last_mut() {
-            Some(last) if start <= last.1 => last.1 = last.1.max(end),
-            _ => merged.push((start, end)),
-        }
-    }
-    merged
 }
 
 /// Where the thread was blocked on a collective: for each collective that ends while no

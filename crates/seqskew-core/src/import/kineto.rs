@@ -20,7 +20,7 @@ use super::names::{
 };
 use super::numbers::{digits, leading_digits, list_of_u32, to_nanos, to_u64};
 use super::parser::{vec_bytes, world_size_above_rank};
-use super::timeline::{Piece, bucket, partition};
+use super::timeline::{Piece, bucket, partition, union};
 use super::trace_event::{RawArgs, RawText, Str};
 use crate::diag::{DiagnosticSink, Severity};
 use crate::model::{
@@ -560,6 +560,7 @@ impl KinetoBuilder {
             OpClass::DataLoading => SpanKind::DataLoading,
             OpClass::Comm(_) | OpClass::Collective(_) => SpanKind::Communication,
         };
+        let kinds: Vec<SpanKind> = ops.iter().map(kind_of).collect();
         let enclosing = blocked::encloses(
             &ops.iter().map(|o| blocked::OnThread { thread: o.thread, start: o.start, end: o.end }).collect::<Vec<_>>(),
         );
@@ -568,13 +569,11 @@ impl KinetoBuilder {
             OpClass::Comm(_) => !has_spans,
             _ => false,
         };
-        let computing = ops.iter().zip(&enclosing).filter(|(o, encloses)| !**encloses && computes(kind_of(o)));
-        let waits = blocked::waits(
-            ops.iter().filter(in_flight).map(|o| (o.start, o.end)).collect(),
-            computing.map(|(o, _)| (o.start, o.end)).collect(),
-        );
-        for (o, &encloses) in ops.iter().zip(&enclosing) {
-            let kind = kind_of(o);
+        let innermost = ops.iter().zip(&kinds).zip(&enclosing).filter(|(_, encloses)| !**encloses);
+        let computing = innermost.filter(|((_, kind), _)| computes(**kind)).map(|((o, _), _)| (o.start, o.end));
+        let waits =
+            blocked::waits(ops.iter().filter(in_flight).map(|o| (o.start, o.end)).collect(), computing.collect());
+        for ((o, &kind), &encloses) in ops.iter().zip(&kinds).zip(&enclosing) {
             let pass = computes(kind).then(|| passes.at(o.start)).flatten();
             let micro_batch = pass.map(|p| p.micro_batch);
             // An op enclosing other ops computes only where it is not blocked on a collective.
@@ -676,18 +675,9 @@ fn computes(kind: SpanKind) -> bool {
 }
 
 /// The time the intervals cover, overlaps (kernels on several streams at once) counted once.
-fn covered(mut intervals: Vec<(Nanos, Nanos)>) -> Nanos {
-    intervals.sort_unstable();
-    let (mut total, mut reached): (Nanos, Nanos) = (0, Nanos::MIN);
-    for (start, end) in intervals {
-        let from = start.max(reached);
-        if end > from {
-            // Saturating: times come from the input, and absurd ones must not wrap around.
-            total = total.saturating_add(end.saturating_sub(from));
-            reached = end;
-        }
-    }
-    total
+fn covered(intervals: Vec<(Nanos, Nanos)>) -> Nanos {
+    // Saturating: times come from the input, and absurd ones must not wrap around.
+    union(intervals).into_iter().fold(0, |total: Nanos, (start, end)| total.saturating_add(end.saturating_sub(start)))
 }
 
 /// What a step reveals of its sequences: its `seqlens=` marks and its forward attention calls.

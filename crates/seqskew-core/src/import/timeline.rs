@@ -38,6 +38,20 @@ fn rank_of(kind: SpanKind) -> usize {
     PRIORITY.iter().position(|&k| k == kind).unwrap_or(PRIORITY.len())
 }
 
+/// The union of `intervals` (those that are not empty), sorted and disjoint.
+pub fn union(mut intervals: Vec<(Nanos, Nanos)>) -> Vec<(Nanos, Nanos)> {
+    intervals.retain(|(start, end)| start < end);
+    intervals.sort_unstable();
+    let mut merged: Vec<(Nanos, Nanos)> = Vec::with_capacity(intervals.len());
+    for (start, end) in intervals {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged
+}
+
 /// Partitions `[start, end)` among `pieces` (clipped to the window). Returns the coarse
 /// timeline and the exact totals; the totals sum to `end - start`.
 pub fn partition(start: Nanos, end: Nanos, pieces: &[Piece]) -> (Vec<Span>, KindTotals) {
