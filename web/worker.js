@@ -1,5 +1,6 @@
-// The analysis worker: the same wasm bundle as the page; its main() sees no window and serves
-// the page's requests instead of rendering.
+// The analysis worker (crates/seqskew-web, binary seqskew-worker): the importers and the
+// analysis, a bundle of their own that the page's does not hold. The page's requests wait in
+// the bridge until the worker says it is loaded.
 "use strict";
-importScripts("./seqskew-web.js");
-wasm_bindgen({ module_or_path: "./seqskew-web_bg.wasm" });
+importScripts("./seqskew-worker.js");
+wasm_bindgen({ module_or_path: "./seqskew-worker_bg.wasm" });

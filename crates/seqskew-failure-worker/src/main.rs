@@ -1,7 +1,7 @@
 //! The failure worker: the analysis worker starts it (`web/failure-worker.js`, see
 //! `seqskew-web`'s `failure_link.rs`) only when a dropped file is a log, an error file or a
-//! Flight Recorder dump, so that the readers and the diagnosis of failed jobs are not in the
-//! page's first bundle.
+//! Flight Recorder dump, so that the readers and the diagnosis of failed jobs are in neither
+//! the page's bundle nor the analysis worker's.
 //!
 //! It takes `{job, files: [{index, name, blob, bytes?}], end}` messages, the files of a job
 //! as the analysis worker recognises them (a new `job` drops what an older one sent): each file

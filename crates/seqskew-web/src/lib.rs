@@ -1,5 +1,6 @@
-//! seqskew in the browser. One wasm module serves two roles: the page (yew app) and the
-//! analysis worker, which the page starts from the same files (`worker.js` loads them).
+//! seqskew in the browser, two bundles from one crate: the page (yew app, `main.rs`) and the
+//! analysis worker (`worker_main.rs`), which the page starts (`web/worker.js` loads it). Each
+//! links only what its entry point reaches, so the page's first bundle holds no importer.
 
 pub mod app;
 pub mod bench;
@@ -14,15 +15,3 @@ pub mod protocol;
 pub mod shares;
 pub mod state;
 pub mod worker;
-
-use wasm_bindgen::JsCast;
-
-/// The entry point of both roles: the page when there is a window, else the worker.
-pub fn run() {
-    let in_page = js_sys::global().dyn_into::<web_sys::Window>().is_ok();
-    if in_page {
-        app::start();
-    } else {
-        worker::register();
-    }
-}

@@ -7,7 +7,7 @@
 //! ([`crate::failure_link`]), not read here.
 //!
 //! A job of several large files (one per rank, as the PyTorch profiler writes them) is shared:
-//! the analysis worker starts import workers (the same bundle, one per spare core) and reads
+//! the analysis worker starts import workers (its own bundle, one per spare core) and reads
 //! the files from the first on, while each import worker, once started, is handed the last
 //! unclaimed file, sends its import back, and is handed the next ([`crate::shares`]). Every
 //! file in, the analysis worker assembles them in the job's order and analyses them.

@@ -80,7 +80,7 @@ fn failure_of(assembled: &Assembled) -> Option<report::Failure> {
 
 /// Without per-rank times (a training log, a step log of lengths and step times only), the
 /// report as step times alone can make it ([`logged`]). Part of the `failure` feature (the
-/// log readers): the browser's first bundle leaves it to the failure worker.
+/// log readers): the browser's analysis worker leaves it to the failure worker.
 fn from_step_times(report: &Report, assembled: &Assembled) -> Option<Report> {
     #[cfg(feature = "failure")]
     return logged::step_times(&assembled.job, &assembled.failures)

@@ -8,8 +8,8 @@
 //! own `[Rank N]` is a rank within a process group and is kept apart ([`Event::pg_rank`]).
 //!
 //! The readers and the diagnosis are the crate's `failure` feature (on by default): the
-//! browser's page leaves them out of its first bundle and loads them in a worker of their own
-//! when a dropped file is a log or a dump. The model here, and the sniffing, are always built.
+//! browser leaves them out of the page's and the analysis worker's bundles and loads them in a
+//! worker of their own when a dropped file is a log or a dump. The model here, and the sniffing, are always built.
 
 #[cfg(feature = "failure")]
 pub mod clock;

@@ -28,7 +28,8 @@ pub struct OnThread {
 /// For each op, whether another op of its thread starts inside it (it encloses work of its
 /// own); in the order given. An op with the very same interval is not inside it. Per thread,
 /// counted in the thread's intervals sorted as [`union`] sorts them (one sort of one type: the
-/// page's first bundle carries this code, and each sort it instantiates costs kilobytes).
+/// analysis worker's bundle, which a first visit loads, carries this code, and each sort it
+/// instantiates costs kilobytes).
 pub fn encloses(ops: &[OnThread]) -> Vec<bool> {
     let mut threads: Vec<i64> = Vec::new();
     for op in ops {

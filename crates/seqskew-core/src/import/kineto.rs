@@ -1107,7 +1107,8 @@ impl TraceBuilder for KinetoBuilder {
 /// says carried the pipeline's send/recv, for calls that name none: the one it describes as the
 /// pipeline (a device mesh's `mesh_pp`, Megatron-LM's `PIPELINE_MODEL_PARALLEL_GROUP`), else
 /// the only group there is. Its ranks, sorted. Read by hand (its objects hold strings, numbers
-/// and one list of numbers): this runs in the page's first bundle, where every decoder costs.
+/// and one list of numbers): this runs in the analysis worker's bundle, which a first visit
+/// loads, and where every decoder costs.
 fn pipeline_in_config(config: &str) -> Option<Vec<u32>> {
     let list = config.trim().strip_prefix('[')?.strip_suffix(']')?;
     let objects: Vec<&str> = list.split('}').filter(|o| o.contains('{')).collect();
