@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use seqskew_sim::eval::{Outcome, across_seeds, corpus, run_case, summarize};
+use seqskew_sim::eval::{Outcome, SCENARIOS, across_seeds, corpus, run_case, summarize};
 
 /// Writes one case's files and truth to `dir`, to reproduce and inspect it.
 pub fn dump(jobs: usize, seed: u64, id: usize, dir: &std::path::Path) -> Result<ExitCode, String> {
@@ -33,15 +33,19 @@ pub fn dump(jobs: usize, seed: u64, id: usize, dir: &std::path::Path) -> Result<
 pub fn run(
     jobs: usize,
     seeds: std::ops::Range<u64>,
+    families: &[String],
     json: Option<&std::path::Path>,
     verbose: bool,
 ) -> Result<ExitCode, String> {
+    if let Some(unknown) = families.iter().find(|f| !SCENARIOS.contains(&f.as_str())) {
+        return Err(format!("--family {unknown}: no such family (the corpus's: {})", SCENARIOS.join(", ")));
+    }
     let mut runs = Vec::new();
     for seed in seeds.clone() {
         if seeds.end - seeds.start > 1 {
             println!("== seed {seed}");
         }
-        let outcomes = outcomes(jobs, seed, verbose)?;
+        let outcomes = outcomes(jobs, seed, families, verbose)?;
         let summary = summarize(&outcomes);
         print!("{}", summary.to_text());
         if let (Some(path), true) = (json, seed == seeds.start) {
@@ -56,9 +60,13 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every case of the seed's corpus diagnosed, on every core, in case order.
-fn outcomes(jobs: usize, seed: u64, verbose: bool) -> Result<Vec<Outcome>, String> {
-    let cases = corpus(jobs, seed);
+/// Every case of the seed's corpus (of `families`, if any are named) diagnosed, on every core,
+/// in case order.
+fn outcomes(jobs: usize, seed: u64, families: &[String], verbose: bool) -> Result<Vec<Outcome>, String> {
+    let mut cases = corpus(jobs, seed);
+    if !families.is_empty() {
+        cases.retain(|c| families.contains(&c.scenario));
+    }
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<Outcome>> = Mutex::new(Vec::with_capacity(cases.len()));
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -129,6 +129,10 @@ enum Command {
         /// Print each job's result as it finishes.
         #[arg(short, long)]
         verbose: bool,
+        /// Score only the jobs of these families (scenarios, comma-separated, e.g.
+        /// `sliding-window,slow-node`), of the same corpus.
+        #[arg(long, value_delimiter = ',')]
+        family: Vec<String>,
         /// Instead of scoring, write case N's files and truth to --dump DIR.
         #[arg(long, requires = "dump")]
         case: Option<usize>,
@@ -162,9 +166,9 @@ fn main() -> ExitCode {
         Command::Synth { preset, config, seed, steps, out, format, gzip } => {
             synth::run(&synth::Options { preset, config, seed, steps, out, formats: format, gzip })
         }
-        Command::Eval { jobs, seed, seeds, json, verbose, case, dump } => match (case, dump) {
+        Command::Eval { jobs, seed, seeds, json, verbose, family, case, dump } => match (case, dump) {
             (Some(id), Some(dir)) => eval::dump(jobs, seed, id, &dir),
-            _ => eval::run(jobs, seed..seed.saturating_add(seeds.max(1)), json.as_deref(), verbose),
+            _ => eval::run(jobs, seed..seed.saturating_add(seeds.max(1)), &family, json.as_deref(), verbose),
         },
     };
     match result {

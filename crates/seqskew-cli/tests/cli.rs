@@ -347,6 +347,24 @@ fn eval_scores_a_small_corpus() {
     assert_eq!(counted, clear.len() as u64, "{summary}");
 }
 
+#[test]
+fn eval_scores_the_families_it_is_given() {
+    let out = seqskew(&["eval", "--jobs", "24", "--family", "sliding-window,slow-node"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let printed = stdout(&out);
+    let families = printed.split("per family: scenario → correct / cases").nth(1).unwrap_or_default();
+    let named: Vec<&str> =
+        families.lines().filter_map(|l| l.split_whitespace().next()).take_while(|w| *w != "primary-cause").collect();
+    assert_eq!(named, ["sliding-window", "slow-node"], "{printed}");
+    let out = seqskew(&["eval", "--family", "moe"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--family moe: no such family") && stderr(&out).contains("sliding-window"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// The failed jobs made here with torchrun (crates/seqskew-core/tests/fixtures/failures).
 fn failure_case(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../seqskew-core/tests/fixtures/failures").join(case)

@@ -38,6 +38,19 @@ pub enum Packing {
     Padded,
 }
 
+/// The order a pipeline's stages run their passes in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Schedule {
+    /// One forward one backward (`seqskew_core::schedule::replay_pipeline`, the replay the
+    /// diagnosis itself uses).
+    #[default]
+    OneFOneB,
+    /// GPipe: every forward, then every backward in reverse, timed by the simulator's own
+    /// recurrence ([`crate::schedule::gpipe`]), code the diagnosis does not share.
+    Gpipe,
+}
+
 /// How the global batch is dealt to ranks and micro-batches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -65,6 +78,23 @@ pub struct Cost {
     pub backward_factor: f64,
     /// Relative spread of multiplicative noise on every pass.
     pub noise: f64,
+    /// Sliding-window attention (each token attends to at most this many before it, as in
+    /// Mistral or Gemma's local layers): a document's attention then grows as L·W past the
+    /// window, not as L² ([`Cost::attended`]). None: full attention. A cost of another shape
+    /// than the diagnosis's a·L + b·L², for the corpus's out-of-model family.
+    pub attention_window: Option<u32>,
+}
+
+impl Cost {
+    /// The token pairs a document of `len` tokens attends over, in units where full attention
+    /// is L²: L² up to the window, 2·L·W − W² past it (each token's min(i, W) keys, doubled
+    /// as causal attention's L²/2 is; the same at L = W).
+    pub fn attended(&self, len: f64) -> f64 {
+        match self.attention_window.map(f64::from) {
+            Some(w) if len > w => 2.0 * len * w - w * w,
+            _ => len * len,
+        }
+    }
 }
 
 impl Default for Cost {
@@ -76,6 +106,7 @@ impl Default for Cost {
             b_ns_per_token_sq: 0.25,
             backward_factor: 2.0,
             noise: 0.02,
+            attention_window: None,
         }
     }
 }
@@ -168,6 +199,8 @@ pub struct Config {
     pub reveal: Lengths,
     /// Number of the first step (profilers often start mid-run).
     pub first_step: u64,
+    /// The pipeline's schedule (with `pp` > 1).
+    pub schedule: Schedule,
 }
 
 impl Default for Config {
@@ -196,6 +229,7 @@ impl Default for Config {
             stalls: Stalls::default(),
             reveal: Lengths::Exact,
             first_step: 100,
+            schedule: Schedule::OneFOneB,
         }
     }
 }

@@ -6,7 +6,7 @@ use seqskew_core::balance::{Method, partition};
 use seqskew_core::model::Nanos;
 use seqskew_core::schedule::{PassTiming, replay_pipeline};
 
-use crate::config::{Batching, Config, LengthDist, Packing};
+use crate::config::{Batching, Config, LengthDist, Packing, Schedule};
 use crate::rng::Rng;
 
 /// What a worker does in a stretch of its step.
@@ -149,26 +149,26 @@ impl Iterator for Simulation {
 /// The cost model's forward time of a micro-batch on a whole model replica, and its attention part.
 fn bin_cost(config: &Config, bin: &[u32]) -> (f64, f64) {
     let c = &config.cost;
-    let (n, tokens, sum_sq) = match config.packing {
+    let (n, tokens, pairs) = match config.packing {
         Packing::Packed => {
             let tokens: f64 = bin.iter().map(|&l| f64::from(l)).sum();
-            let sum_sq: f64 = bin.iter().map(|&l| f64::from(l) * f64::from(l)).sum();
-            (bin.len() as f64, tokens, sum_sq)
+            let pairs: f64 = bin.iter().map(|&l| c.attended(f64::from(l))).sum();
+            (bin.len() as f64, tokens, pairs)
         }
         Packing::Padded => {
             let s = f64::from(bin.iter().copied().max().unwrap_or(0));
             let n = bin.len() as f64;
-            (n, n * s, n * s * s)
+            (n, n * s, n * c.attended(s))
         }
     };
-    let attention = c.b_ns_per_token_sq * sum_sq;
+    let attention = c.b_ns_per_token_sq * pairs;
     (c.per_doc_ns * n + c.a_ns_per_token * tokens + attention, attention)
 }
 
 fn document_cost(config: &Config, len: u32) -> f64 {
     let c = &config.cost;
     let l = f64::from(len);
-    c.per_doc_ns + c.a_ns_per_token * l + c.b_ns_per_token_sq * l * l
+    c.per_doc_ns + c.a_ns_per_token * l + c.b_ns_per_token_sq * c.attended(l)
 }
 
 fn draw_length(config: &Config, rng: &mut Rng) -> u32 {
@@ -404,7 +404,11 @@ fn replay(config: &Config, d: &Draws, start: Nanos, keep: Keep, record: bool) ->
         let ready: Vec<Nanos> = (0..pp)
             .map(|p| start + if keep.stalls { d.stall.get((p * dp + g_dp) as usize).map_or(0, |s| s.0) } else { 0 })
             .collect();
-        let timings = replay_pipeline(&ready, mbs, &|p, m, backward| pass(g_dp, p as u32, m, backward).0, p2p);
+        let duration = |p: usize, m: usize, backward: bool| pass(g_dp, p as u32, m, backward).0;
+        let timings = match config.schedule {
+            Schedule::OneFOneB => replay_pipeline(&ready, mbs, &duration, p2p),
+            Schedule::Gpipe => crate::schedule::gpipe(&ready, mbs, &duration, p2p),
+        };
         for (p, stage) in timings.iter().enumerate() {
             let last = stage.iter().map(|t| t.end).max().unwrap_or(start);
             if let Some(a) = arrivals.get_mut(p).and_then(|a| a.get_mut(g_dp as usize)) {

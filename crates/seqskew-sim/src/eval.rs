@@ -70,7 +70,7 @@ pub const TIE: f64 = 0.10;
 /// Slowdowns this close to the straggling bound could go either way.
 pub const NEAR_BOUND: f64 = 0.02;
 
-pub const SCENARIOS: [&str; 11] = [
+pub const SCENARIOS: [&str; 13] = [
     "seqlen-imbalance",
     "seqlen-imbalance-padded",
     "slow-worker",
@@ -82,6 +82,8 @@ pub const SCENARIOS: [&str; 11] = [
     "mixed-imbalance-stalls",
     "slow-workers",
     "slow-node",
+    "sliding-window",
+    "gpipe",
 ];
 
 /// `n` cases, deterministic for `seed`, cycling through the scenarios with varied scale,
@@ -117,7 +119,11 @@ fn pick<T: Copy>(r: &mut Rng, items: &[T]) -> T {
 fn case_config(scenario: &str, r: &mut Rng, seed: u64) -> Config {
     // Scale: mostly small and medium jobs, a few very large ones.
     let dp = pick(r, &[2, 4, 8, 8, 16, 16, 32, 64, 128, 256, 1024]);
-    let pp = if scenario == "stage-imbalance" { pick(r, &[2, 4, 8]) } else { pick(r, &[1, 1, 1, 2, 4, 8]) };
+    let pp = if matches!(scenario, "stage-imbalance" | "gpipe") {
+        pick(r, &[2, 4, 8])
+    } else {
+        pick(r, &[1, 1, 1, 2, 4, 8])
+    };
     let dp = if dp * pp > 2048 { 2048 / pp } else { dp };
     let noise = if dp >= 256 { pick(r, &[0.01, 0.02]) } else { pick(r, &[0.01, 0.02, 0.04]) };
     let lengths = pick(
@@ -187,6 +193,24 @@ fn case_config(scenario: &str, r: &mut Rng, seed: u64) -> Config {
             let SlowWorker { pp, factor, .. } = slow(r);
             let workers = (first..first + size).map(|dp| SlowWorker { dp, pp, factor }).collect();
             Config { slow_workers: workers, ..base }
+        }
+        // Out of the diagnosis's model: attention over a sliding window, so a document's cost is
+        // not a·L + b·L² (docs/simulator.md); the data dealt at random.
+        "sliding-window" => {
+            let cost = crate::config::Cost { attention_window: Some(pick(r, &[512, 1024, 2048])), ..base.cost.clone() };
+            Config { batching: Batching::Random, cost, ..base }
+        }
+        // Out of the diagnosis's model: pipelines run GPipe, timed by the simulator's own code
+        // (`schedule::gpipe`), with data dealt at random, a heavy last stage, a slow worker, or
+        // nothing.
+        "gpipe" => {
+            let base = Config { schedule: crate::config::Schedule::Gpipe, ..base };
+            match r.below(4) {
+                0 => Config { batching: Batching::Random, ..base },
+                1 => Config { last_stage_factor: pick(r, &[1.5, 1.8, 2.2]), ..base },
+                2 => Config { slow_workers: vec![slow(r)], ..base },
+                _ => base,
+            }
         }
         "mixed-imbalance-stalls" => Config {
             batching: Batching::Random,

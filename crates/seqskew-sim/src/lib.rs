@@ -13,6 +13,7 @@ pub mod engine;
 pub mod eval;
 pub mod job;
 pub mod rng;
+pub mod schedule;
 pub mod truth;
 pub mod write;
 
