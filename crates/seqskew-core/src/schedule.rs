@@ -1,7 +1,8 @@
-//! Replaying one training step: the 1F1B pipeline schedule of each data-parallel replica, then
-//! the gradient collective that every replica meets in. The simulator uses it to produce jobs
-//! and the diagnosis to compute what a step would take with other durations (the ideal run,
-//! the what-ifs), so both agree on what a schedule is.
+//! Replaying one training step: the pipeline schedule of each data-parallel replica (1F1B or
+//! GPipe), then the gradient collective that every replica meets in. The simulator uses it to
+//! produce its 1F1B jobs and the diagnosis to compute what a step would take with other
+//! durations (the ideal run, the what-ifs), so both agree on what a schedule is. (The
+//! simulator's GPipe jobs are timed by its own code, not this.)
 
 use crate::model::Nanos;
 
@@ -28,14 +29,49 @@ pub fn one_f_one_b_order(stages: usize, stage: usize, micro_batches: usize) -> V
     order
 }
 
-/// Replays one pipeline (one data-parallel replica) through a step.
+/// The order a pipeline's stages run their micro-batches' passes in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PipelineSchedule {
+    /// One forward one backward (Megatron-LM, DeepSpeed, `Schedule1F1B`): the default, as most
+    /// pipelines run it.
+    #[default]
+    OneFOneB,
+    /// Every forward, then every backward in reverse (`ScheduleGPipe`).
+    Gpipe,
+}
+
+impl PipelineSchedule {
+    /// Stage `stage` of `stages`'s passes of `micro_batches`, in the order it runs them.
+    pub fn order(self, stages: usize, stage: usize, micro_batches: usize) -> Vec<(usize, bool)> {
+        match self {
+            PipelineSchedule::OneFOneB => one_f_one_b_order(stages, stage, micro_batches),
+            PipelineSchedule::Gpipe => {
+                (0..micro_batches).map(|m| (m, false)).chain((0..micro_batches).rev().map(|m| (m, true))).collect()
+            }
+        }
+    }
+}
+
+/// Replays one pipeline (one data-parallel replica) through a step under 1F1B
+/// ([`replay_schedule`]).
+pub fn replay_pipeline(
+    ready: &[Nanos],
+    micro_batches: usize,
+    duration: &dyn Fn(usize, usize, bool) -> Nanos,
+    p2p: Nanos,
+) -> Vec<Vec<PassTiming>> {
+    replay_schedule(PipelineSchedule::OneFOneB, ready, micro_batches, duration, p2p)
+}
+
+/// Replays one pipeline (one data-parallel replica) through a step under `schedule`.
 ///
 /// `ready[p]` is when stage `p` can start; `duration(p, m, backward)` a pass's length;
 /// `p2p` the transfer time of activations (forward) or gradients (backward) between stages.
 /// A forward of micro-batch `m` on stage `p` waits for the same forward on `p − 1`; a backward
 /// waits for the same backward on `p + 1` (on the last stage, for its own forward).
 /// Returns each stage's passes in execution order.
-pub fn replay_pipeline(
+pub fn replay_schedule(
+    schedule: PipelineSchedule,
     ready: &[Nanos],
     micro_batches: usize,
     duration: &dyn Fn(usize, usize, bool) -> Nanos,
@@ -56,7 +92,7 @@ pub fn replay_pipeline(
         .iter()
         .enumerate()
         .map(|(p, &free)| Stage {
-            order: one_f_one_b_order(stages, p, micro_batches),
+            order: schedule.order(stages, p, micro_batches),
             next: 0,
             free,
             forward_end: vec![None; micro_batches],
@@ -94,7 +130,7 @@ pub fn replay_pipeline(
                 progressed = true;
             }
         }
-        // Every 1F1B order completes; `progressed` only guards against a bad caller.
+        // Every 1F1B or GPipe order completes; `progressed` only guards against a bad caller.
         if !progressed {
             break;
         }
@@ -140,6 +176,22 @@ mod tests {
             replay_pipeline(&[0, 0], 4, d, 1).iter().flatten().map(|t| t.end).max().unwrap()
         };
         assert!(end(&long) > end(&base) + 100, "{} vs {}", end(&long), end(&base));
+    }
+
+    #[test]
+    fn gpipe_runs_every_forward_before_any_backward() {
+        let f = |m| (m, false);
+        let b = |m| (m, true);
+        assert_eq!(PipelineSchedule::Gpipe.order(2, 0, 3), vec![f(0), f(1), f(2), b(2), b(1), b(0)]);
+        // P stages, M micro-batches, forward f, backward 2f, no transfer: (M + P − 1)·3f, as
+        // 1F1B, with every stage's forwards first.
+        let (p, m, len) = (4, 8, 10);
+        let d = |_, _, backward: bool| if backward { 2 * len } else { len };
+        let timings = replay_schedule(PipelineSchedule::Gpipe, &vec![0; p], m, &d, 0);
+        assert_eq!(timings.iter().flatten().map(|t| t.end).max(), Some((m as i64 + p as i64 - 1) * 3 * len));
+        for stage in &timings {
+            assert!(stage.iter().take(m).all(|t| !t.backward) && stage.iter().skip(m).all(|t| t.backward));
+        }
     }
 
     #[test]

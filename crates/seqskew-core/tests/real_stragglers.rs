@@ -7,16 +7,23 @@
 
 use std::path::PathBuf;
 
-use seqskew_core::analysis::diagnose;
+use seqskew_core::analysis::{diagnose, frame};
 use seqskew_core::diag::Severity;
 use seqskew_core::import::{FileImport, assemble, import_bytes};
 use seqskew_core::report::Report;
+use seqskew_core::schedule::PipelineSchedule;
 
 fn cases_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stragglers")
 }
 
 fn report_of(case: &str) -> Report {
+    let imports = imports_of(case);
+    let inputs: Vec<_> = imports.iter().map(FileImport::summary).collect();
+    diagnose(&assemble(&imports), &inputs)
+}
+
+fn imports_of(case: &str) -> Vec<FileImport> {
     let traces = cases_dir().join(case).join("traces");
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&traces).unwrap().map(|e| e.unwrap().path()).collect();
     paths.sort();
@@ -29,8 +36,7 @@ fn report_of(case: &str) -> Report {
         let errors: Vec<_> = import.diagnostics.iter().filter(|d| d.severity == Severity::Error).collect();
         assert!(errors.is_empty(), "{}: {errors:?}", import.file);
     }
-    let inputs: Vec<_> = imports.iter().map(FileImport::summary).collect();
-    diagnose(&assemble(&imports), &inputs)
+    imports
 }
 
 /// The cases that are 2-stage pipelines (`torch.distributed.pipelining`, one stage per rank),
@@ -62,4 +68,14 @@ fn real_cpu_jobs_get_the_verdict_they_were_made_for() {
         checked += 1;
     }
     assert_eq!(checked, 11);
+}
+
+/// The pipelines ran `ScheduleGPipe` (make_fixtures.py): their first stage's forwards run back to
+/// back, so the replay runs them as GPipe, not as the 1F1B most pipelines run.
+#[test]
+fn real_pipelines_are_replayed_in_the_schedule_they_ran() {
+    for (case, _) in PIPELINES {
+        let frame = frame::build(&assemble(&imports_of(case)).job);
+        assert_eq!(frame.schedule, PipelineSchedule::Gpipe, "{case}");
+    }
 }

@@ -12,6 +12,7 @@ use super::par;
 use crate::model::{
     Job, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep, steps_of, steps_union,
 };
+use crate::schedule::PipelineSchedule;
 
 /// A worker's place in the job.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -603,6 +604,8 @@ pub struct Frame {
     pub knowledge: SequenceKnowledge,
     /// Whether any cell's sequences are known.
     pub lengths_known: bool,
+    /// The order the pipelines run their passes in, as the first stage shows it.
+    pub schedule: PipelineSchedule,
     /// In step order.
     parts: Vec<Part>,
 }
@@ -766,7 +769,8 @@ pub fn build(job: &Job) -> Frame {
     }
     let (dp_size, stages) = layout(&slots);
     let lengths_known = parts.iter().any(|p| p.cells.seq.known.contains(&true));
-    Frame { steps, slots, stages, dp_size, knowledge, lengths_known, parts }
+    let schedule = super::pipeline_order::schedule(job, &slots, stages);
+    Frame { steps, slots, stages, dp_size, knowledge, lengths_known, schedule, parts }
 }
 
 /// [`Job::steps`], each core reading the steps of a range of the workers (a read of every

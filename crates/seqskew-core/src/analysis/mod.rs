@@ -10,6 +10,7 @@ pub mod frame;
 #[cfg(feature = "failure")]
 pub mod logged;
 pub mod par;
+pub mod pipeline_order;
 pub mod replay;
 pub mod samples;
 pub mod signals;

@@ -10,11 +10,12 @@ use std::ops::Range;
 use super::par;
 use super::slots::{DataSize, Slot, StepSlots, Steps};
 use super::stats::{Mean, mean, median};
-use crate::schedule::replay_pipeline;
+use crate::schedule::replay_schedule;
 
 /// The replayed length of one step. With micro-batch passes and several stages, each
-/// data-parallel replica runs a 1F1B pipeline; every stage's replicas then meet in their
-/// gradient collective; the step ends with the slowest slot's tail.
+/// data-parallel replica runs a pipeline under the step's schedule (1F1B or GPipe); every
+/// stage's replicas then meet in their gradient collective; the step ends with the slowest
+/// slot's tail.
 pub fn replay_step(step: &StepSlots) -> f64 {
     let (stages, dps) = (step.stages(), step.dps());
     let micro_batches = step.passes_per_slot().max(1);
@@ -36,7 +37,7 @@ pub fn replay_step(step: &StepSlots) -> f64 {
                         .and_then(|s| s.passes.get(m))
                         .map_or(0, |&(f, b)| if backward { b } else { f } as i64)
                 };
-                let timings = replay_pipeline(&ready, micro_batches, &duration, 0);
+                let timings = replay_schedule(step.schedule, &ready, micro_batches, &duration, 0);
                 for (p, stage) in timings.iter().enumerate() {
                     let end = stage.iter().map(|t| t.end).max().unwrap_or(0) as f64;
                     if let Some(a) = arrivals.get_mut(p) {

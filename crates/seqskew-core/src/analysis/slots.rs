@@ -10,6 +10,7 @@ use super::costmodel::Fit;
 use super::frame::Frame;
 use super::stats::median;
 use crate::model::Nanos;
+use crate::schedule::PipelineSchedule;
 
 /// One step as the replay sees it (seconds as f64 nanoseconds, so factors scale without
 /// rounding): a slot per (stage, data-parallel rank), stage by stage, column by column. Every
@@ -29,6 +30,8 @@ pub struct StepSlots {
     /// Transfer time of each stage's gradient collective (the least any slot spent in it).
     pub transfer: Vec<f64>,
     pub measured: f64,
+    /// The order each pipeline's stages run their passes in.
+    pub schedule: PipelineSchedule,
 }
 
 /// A slot's own numbers (its passes are apart: see [`StepSlots`]).
@@ -252,6 +255,7 @@ impl Steps for FromFrame<'_> {
         let first = counts.next();
         let uniform = first.is_some_and(|n| n > 0 && counts.all(|m| m == n));
         out.reset(stages, dps, if uniform { first.unwrap_or(1) } else { 1 });
+        out.schedule = frame.schedule;
         let mut least = f64::INFINITY;
         // Per stage, its transfer where every slot's collectives carry timestamps.
         let mut measured_transfer: Vec<Option<f64>> = Vec::with_capacity(stages);
