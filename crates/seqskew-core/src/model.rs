@@ -270,8 +270,15 @@ pub struct MicroBatch {
     pub id: u32,
     /// Start of its first compute, when known.
     pub start: Option<Nanos>,
+    /// Compute of its forward and backward passes.
     pub forward: Nanos,
     pub backward: Nanos,
+    /// Time each pass (forward, backward) held its stage's thread in point-to-point sends and
+    /// receives, their waits for the peer excluded: a CPU backend (gloo) copies on the training
+    /// thread, so the next pass starts only after it. Zero where transfers run beside compute
+    /// (NCCL on its own stream) or the input does not show them.
+    #[serde(default)]
+    pub p2p: (Nanos, Nanos),
     pub sequences: Sequences,
 }
 

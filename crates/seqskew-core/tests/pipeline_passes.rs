@@ -33,19 +33,23 @@ fn micro_batches(worker: &Worker) -> Vec<Summary> {
         .collect()
 }
 
+/// A CPU op of the training thread.
+fn op(name: &str, ts: u32, dur: u32) -> String {
+    format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "{name}", "pid": 7, "tid": 1, "ts": {ts}, "dur": {dur}}}"#)
+}
+
+/// A `record_function` annotation of the training thread.
+fn mark(name: &str, ts: u32, dur: u32) -> String {
+    format!(
+        r#"{{"ph": "X", "cat": "user_annotation", "name": "{name}", "pid": 7, "tid": 1, "ts": {ts}, "dur": {dur}}}"#
+    )
+}
+
 #[test]
 fn cpu_ops_in_a_pass_are_its_micro_batchs() {
     // GPipe on the CPU: two forwards, then two backwards; the first forward's data loader marks
     // its documents. aten::mm nests aten::addmm (counted once); attention runs inside a matmul
     // of micro-batch 1; the optimizer runs after the passes, in no micro-batch.
-    let op = |name: &str, ts: u32, dur: u32| {
-        format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "{name}", "pid": 7, "tid": 1, "ts": {ts}, "dur": {dur}}}"#)
-    };
-    let mark = |name: &str, ts: u32, dur: u32| {
-        format!(
-            r#"{{"ph": "X", "cat": "user_annotation", "name": "{name}", "pid": 7, "tid": 1, "ts": {ts}, "dur": {dur}}}"#
-        )
-    };
     let events = [
         mark("ProfilerStep#4", 1000, 200),
         mark("Forward 0", 1000, 30),
@@ -74,6 +78,32 @@ fn cpu_ops_in_a_pass_are_its_micro_batchs() {
     let labelled: Vec<Option<u32>> =
         step.spans.iter().filter(|s| s.kind.is_compute() && s.duration > 0).map(|s| s.micro_batch).collect();
     assert_eq!(labelled, [Some(0), Some(1), Some(1), Some(1), Some(0), Some(1), None]);
+}
+
+#[test]
+fn a_passs_own_sends_and_receives_hold_its_thread_on_a_cpu_backend() {
+    // A gloo stage: the forward sends its activations (the call copies for 10 µs; the transfer,
+    // `gloo:send`, goes on while the backward computes); the backward's receive call takes 5 µs,
+    // then waits 55 µs for the peer (`gloo:recv` ends with nothing computing), computes, and sends
+    // back (8 µs of copying, then 7 µs waiting with nothing to do).
+    let events = [
+        mark("ProfilerStep#1", 1000, 300),
+        mark("Forward 0", 1000, 100),
+        op("aten::mm", 1005, 40),
+        op("c10d::send", 1050, 10),
+        mark("gloo:send", 1060, 140),
+        mark("Backward 0", 1100, 150),
+        op("c10d::recv_", 1100, 5),
+        mark("gloo:recv", 1105, 55),
+        op("aten::mm", 1160, 60),
+        op("c10d::send", 1225, 8),
+        mark("gloo:send", 1233, 7),
+    ];
+    let import = import("rank1.pt.trace.json", &events.join(",\n"));
+    let worker = import.workers.first().expect("one worker");
+    let step = worker.steps.first().expect("a step");
+    let passes: Vec<_> = worker.micro_batches_of(step).iter().map(|m| (m.forward, m.backward, m.p2p)).collect();
+    assert_eq!(passes, [(40_000, 60_000, (10_000, 13_000))], "compute apart, the calls' own time held, waits not");
 }
 
 /// One rank of a two-stage pipeline on the GPU, its passes annotated by the pipelining

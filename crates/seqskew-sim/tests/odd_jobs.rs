@@ -110,6 +110,7 @@ fn worker(d: &mut Rng, rank: u32, pipeline: bool, world: Option<u32>) -> Worker 
                         start: d.chance(50).then_some(s.start),
                         forward,
                         backward,
+                        p2p: (pass(d) / 8, pass(d) / 8),
                         sequences: sequences(d, forward + backward),
                     }
                 })

@@ -468,6 +468,7 @@ impl<'a> Row<'a> {
 struct MicroBatchColumns {
     forward: Vec<Nanos>,
     backward: Vec<Nanos>,
+    p2p: Vec<(Nanos, Nanos)>,
     attention: Vec<MaybeNanos>,
     seq: SeqColumns,
 }
@@ -478,6 +479,7 @@ impl MicroBatchColumns {
         MicroBatchColumns {
             forward: Vec::with_capacity(n),
             backward: Vec::with_capacity(n),
+            p2p: Vec::with_capacity(n),
             attention: Vec::with_capacity(n),
             seq: SeqColumns::with_capacity(n),
         }
@@ -486,6 +488,7 @@ impl MicroBatchColumns {
     fn zero(&mut self, n: usize) {
         self.forward.resize(n, 0);
         self.backward.resize(n, 0);
+        self.p2p.resize(n, (0, 0));
         self.attention.resize(n, MaybeNanos::NONE);
         self.seq.zero(n);
     }
@@ -494,6 +497,7 @@ impl MicroBatchColumns {
     fn put_run(&mut self, start: usize, entries: &[MicroBatchEntry]) {
         put_run(&mut self.forward, start, entries, |e| e.forward);
         put_run(&mut self.backward, start, entries, |e| e.backward);
+        put_run(&mut self.p2p, start, entries, |e| e.p2p);
         put_run(&mut self.attention, start, entries, |e| e.attention);
         self.seq.put_run(start, entries, |e| &e.seq);
     }
@@ -502,6 +506,7 @@ impl MicroBatchColumns {
         MicroBatchRun {
             forward: &self.forward,
             backward: &self.backward,
+            p2p: &self.p2p,
             attention: &self.attention,
             seq: self.seq.all(),
         }
@@ -513,6 +518,7 @@ impl MicroBatchColumns {
 struct MicroBatchEntry {
     forward: Nanos,
     backward: Nanos,
+    p2p: (Nanos, Nanos),
     attention: MaybeNanos,
     seq: SeqFeatures,
 }
@@ -522,6 +528,7 @@ impl MicroBatchEntry {
         MicroBatchEntry {
             forward: m.forward,
             backward: m.backward,
+            p2p: m.p2p,
             attention: MaybeNanos::new(m.sequences.attention),
             seq: SeqFeatures::of(&m.sequences),
         }
@@ -533,6 +540,8 @@ impl MicroBatchEntry {
 pub struct MicroBatchRun<'a> {
     pub forward: &'a [Nanos],
     pub backward: &'a [Nanos],
+    /// [`MicroBatch::p2p`].
+    pub p2p: &'a [(Nanos, Nanos)],
     attention: &'a [MaybeNanos],
     pub seq: SeqSlice<'a>,
 }
@@ -543,6 +552,7 @@ impl<'a> MicroBatchRun<'a> {
         MicroBatchRun {
             forward: run(self.forward, &range),
             backward: run(self.backward, &range),
+            p2p: run(self.p2p, &range),
             attention: run(self.attention, &range),
             seq: self.seq.slice(range),
         }

@@ -274,16 +274,22 @@ impl Steps for FromFrame<'_> {
                 // every worker-step, twice).
                 let span = row.micro_batch_span(wi);
                 let compute = at(row.compute, wi);
+                // A pass holds its stage for its compute and its own sends and receives (where
+                // they occupy the thread: [`crate::model::MicroBatch::p2p`]).
+                let mut in_passes = 0.0;
                 if uniform {
                     let forward = mbs.forward.get(span.clone()).unwrap_or_default();
                     let backward = mbs.backward.get(span.clone()).unwrap_or_default();
-                    for ((pass, &f), &b) in slot.passes.iter_mut().zip(forward).zip(backward) {
-                        *pass = (f as f64, b as f64);
+                    let p2p = mbs.p2p.get(span.clone()).unwrap_or_default();
+                    let held = forward.iter().zip(backward).zip(p2p.iter().chain(std::iter::repeat(&(0, 0))));
+                    for (pass, ((&f, &b), &(pf, pb))) in slot.passes.iter_mut().zip(held) {
+                        in_passes += f.saturating_add(b) as f64;
+                        *pass = (f.saturating_add(pf) as f64, b.saturating_add(pb) as f64);
                     }
                 } else if let Some(pass) = slot.passes.first_mut() {
                     *pass = (compute, 0.0);
+                    in_passes = compute;
                 }
-                let in_passes: f64 = slot.passes.iter().map(|p| p.0 + p.1).sum();
                 let comm = at(row.collectives, wi);
                 *slot.times = SlotTimes {
                     present: true,

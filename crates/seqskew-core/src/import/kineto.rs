@@ -114,11 +114,13 @@ impl Passes {
     }
 }
 
-/// Compute that ran in a pass: a kernel (or CPU op) whose launch fell in a pass annotation.
+/// Work that ran in a pass: a kernel (or CPU op) whose launch fell in a pass annotation, or
+/// (`p2p`) a point-to-point op holding the pass's thread, its wait for the peer cut out.
 #[derive(Clone, Copy, Debug)]
 struct PassPiece {
     pass: PassMark,
     attention: bool,
+    p2p: bool,
     start: Nanos,
     end: Nanos,
 }
@@ -533,7 +535,8 @@ impl KinetoBuilder {
                 list.push(Collective { start: k.start, end: k.end, op });
             }
             if let (Some(pass), Some(list)) = (pass, in_passes.get_mut(step)) {
-                list.push(PassPiece { pass, attention: k.kind == SpanKind::Attention, start: k.start, end: k.end });
+                let attention = k.kind == SpanKind::Attention;
+                list.push(PassPiece { pass, attention, p2p: false, start: k.start, end: k.end });
             }
         }
         StepTime { windows, pieces, collectives, passes: in_passes }
@@ -592,7 +595,25 @@ impl KinetoBuilder {
                 list.push(Collective { start: o.start, end: o.end, op });
             }
             if let (Some(pass), Some(list)) = (pass, step.and_then(|i| in_passes.get_mut(i))) {
-                list.push(PassPiece { pass, attention: kind == SpanKind::Attention, start: o.start, end: o.end });
+                let attention = kind == SpanKind::Attention;
+                list.push(PassPiece { pass, attention, p2p: false, start: o.start, end: o.end });
+            }
+            // A pass's own send or receive call holds the training thread while the backend
+            // copies (gloo); where it only waited for the peer, the schedule's replay accounts
+            // for the wait.
+            let held = match o.class {
+                OpClass::Comm(op) if op.is_point_to_point() => passes.at(o.start),
+                _ => None,
+            };
+            if let (Some(pass), Some(list)) = (held, step.and_then(|i| in_passes.get_mut(i))) {
+                let parts = blocked::outside(o.start, o.end, &waits);
+                list.extend(parts.into_iter().map(|(start, end)| PassPiece {
+                    pass,
+                    attention: false,
+                    p2p: true,
+                    start,
+                    end,
+                }));
             }
         }
         StepTime { windows: windows.to_vec(), pieces, collectives, passes: in_passes }
@@ -714,6 +735,13 @@ fn micro_batches(mut pieces: Vec<PassPiece>, revealed: Revealed<'_>, passes: &Pa
             let time = |keep: fn(&PassPiece) -> bool| {
                 covered(mine.iter().filter(|p| keep(p)).map(|p| (p.start, p.end)).collect())
             };
+            let (forward, backward) = (time(|p| !p.pass.backward && !p.p2p), time(|p| p.pass.backward && !p.p2p));
+            // What the sends and receives add to the compute (an op inside a send is not counted
+            // twice).
+            let p2p = (
+                time(|p| !p.pass.backward).saturating_sub(forward),
+                time(|p| p.pass.backward).saturating_sub(backward),
+            );
             let mut sequences = match lengths.remove(&id) {
                 Some(exact) => Sequences::from_lengths(SequenceKnowledge::Exact, exact),
                 None => sequences_of(shapes.get(&id).into_iter().flatten().copied()),
@@ -724,9 +752,10 @@ fn micro_batches(mut pieces: Vec<PassPiece>, revealed: Revealed<'_>, passes: &Pa
             }
             Some(MicroBatch {
                 id,
-                start: Some(first.start),
-                forward: time(|p| !p.pass.backward),
-                backward: time(|p| p.pass.backward),
+                start: Some(mine.iter().find(|p| !p.p2p).unwrap_or(first).start),
+                forward,
+                backward,
+                p2p,
                 sequences,
             })
         })

@@ -247,7 +247,14 @@ fn micro_batch(mut r: Row) -> MicroBatch {
     let forward = fwd.or_else(|| r.time("compute_s").filter(|_| bwd.is_none())).unwrap_or(0);
     let mut sequences = r.take_sequences();
     sequences.attention = r.time("attn_s");
-    MicroBatch { id: r.mb.unwrap_or(0), start: r.time("start_s"), forward, backward: bwd.unwrap_or(0), sequences }
+    MicroBatch {
+        id: r.mb.unwrap_or(0),
+        start: r.time("start_s"),
+        forward,
+        backward: bwd.unwrap_or(0),
+        p2p: (0, 0),
+        sequences,
+    }
 }
 
 impl Rows {
