@@ -779,7 +779,8 @@ pub fn build(job: &Job) -> Frame {
     }
     let (dp_size, stages) = layout(&slots);
     let lengths_known = parts.iter().any(|p| p.cells.seq.known.contains(&true));
-    let schedule = super::pipeline_order::schedule(job, &slots, stages);
+    let first_stage = job.workers.iter().zip(&slots).filter(|(_, slot)| slot.stage == 0).map(|(w, _)| w);
+    let schedule = super::pipeline_order::schedule(first_stage, stages);
     Frame { steps, slots, stages, dp_size, knowledge, lengths_known, schedule, parts }
 }
 

@@ -3,19 +3,19 @@
 //! forward on), under GPipe its forwards run back to back. The first stage never waits for a
 //! forward from another stage, so a gap there is its own backward, not a wait.
 
-use super::frame::Slot;
-use crate::model::{Job, MicroBatch};
+use crate::model::{MicroBatch, Worker};
 use crate::schedule::PipelineSchedule;
 
 /// The job's schedule: GPipe where most of the first stage's telling pairs of forwards (the
 /// `stages`-th on, by micro-batch id) run back to back, else 1F1B (also when nothing tells: no
-/// pipeline, no pass starts, too few micro-batches).
-pub fn schedule(job: &Job, slots: &[Slot], stages: usize) -> PipelineSchedule {
+/// pipeline, no pass starts, too few micro-batches). `first_stage`: the workers of the first
+/// stage.
+pub fn schedule<'a>(first_stage: impl Iterator<Item = &'a Worker>, stages: usize) -> PipelineSchedule {
     if stages < 2 {
         return PipelineSchedule::OneFOneB;
     }
     let (mut back_to_back, mut apart) = (0usize, 0usize);
-    for (worker, _) in job.workers.iter().zip(slots).filter(|(_, slot)| slot.stage == 0) {
+    for worker in first_stage {
         for step in &worker.steps {
             let (b, a) = telling_pairs(worker.micro_batches_of(step), stages);
             back_to_back += b;
