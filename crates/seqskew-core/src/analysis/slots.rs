@@ -281,8 +281,9 @@ impl Steps for FromFrame<'_> {
                     let forward = mbs.forward.get(span.clone()).unwrap_or_default();
                     let backward = mbs.backward.get(span.clone()).unwrap_or_default();
                     let p2p = mbs.p2p.get(span.clone()).unwrap_or_default();
-                    let held = forward.iter().zip(backward).zip(p2p.iter().chain(std::iter::repeat(&(0, 0))));
-                    for (pass, ((&f, &b), &(pf, pb))) in slot.passes.iter_mut().zip(held) {
+                    for (pass, ((&f, &b), &(pf, pb))) in
+                        slot.passes.iter_mut().zip(forward.iter().zip(backward).zip(p2p))
+                    {
                         in_passes += f.saturating_add(b) as f64;
                         *pass = (f.saturating_add(pf) as f64, b.saturating_add(pb) as f64);
                     }

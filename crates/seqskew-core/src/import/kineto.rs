@@ -737,11 +737,14 @@ fn micro_batches(mut pieces: Vec<PassPiece>, revealed: Revealed<'_>, passes: &Pa
             };
             let (forward, backward) = (time(|p| !p.pass.backward && !p.p2p), time(|p| p.pass.backward && !p.p2p));
             // What the sends and receives add to the compute (an op inside a send is not counted
-            // twice).
-            let p2p = (
-                time(|p| !p.pass.backward).saturating_sub(forward),
-                time(|p| p.pass.backward).saturating_sub(backward),
-            );
+            // twice); none in GPU traces, whose passes are kernels only.
+            let p2p = match mine.iter().any(|p| p.p2p) {
+                true => (
+                    time(|p| !p.pass.backward).saturating_sub(forward),
+                    time(|p| p.pass.backward).saturating_sub(backward),
+                ),
+                false => (0, 0),
+            };
             let mut sequences = match lengths.remove(&id) {
                 Some(exact) => Sequences::from_lengths(SequenceKnowledge::Exact, exact),
                 None => sequences_of(shapes.get(&id).into_iter().flatten().copied()),
