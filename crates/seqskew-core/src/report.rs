@@ -223,7 +223,7 @@ pub struct CauseShare {
 pub struct Slowdown {
     /// Mean measured step time.
     pub actual_step_s: f64,
-    /// Mean step time of the ideal run (compute at the mean, transfers at the median, no stalls).
+    /// Mean step time of the ideal run (compute at the mean, transfers and stalls at the median).
     pub ideal_step_s: f64,
     /// S = actual / ideal.
     pub factor: f64,
@@ -233,6 +233,12 @@ pub struct Slowdown {
     pub by_cause: Vec<CauseShare>,
     /// Replayed / measured step time: how well the replay reproduces the job (1 = exactly).
     pub replay_fidelity: f64,
+    /// S against the ideal of the usual what-if analysis, as other tools compute it: every op
+    /// at its median across workers, no stalls. Above `factor` where a few workers draw far
+    /// more work (their median is below the mean that dealing the work evenly gives). `None`
+    /// where steps are not replayed (a training log alone).
+    #[serde(default)]
+    pub median_ops_factor: Option<f64>,
 }
 
 /// One piece of evidence: a number, its threshold, whether it passed, and what it means.
@@ -436,7 +442,12 @@ impl Report {
                 s.ideal_step_s,
                 strong(&format!("S = {:.2}", s.factor)),
                 s.time_lost_s
-            ),
+            ) + &s
+                .median_ops_factor
+                .map(|m| {
+                    format!(" (S = {m:.2} with every op at its median across workers, as what-if tools compute it)")
+                })
+                .unwrap_or_default(),
         ];
         if !s.by_cause.is_empty() {
             let parts: Vec<String> =

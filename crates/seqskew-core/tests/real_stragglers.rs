@@ -90,3 +90,17 @@ fn real_pipelines_replay_their_measured_step() {
         assert!((0.9..=1.1).contains(&fidelity), "{case}: the replay is {fidelity} of the measured step");
     }
 }
+
+/// S is comparable with other tools': on every real pipeline its ideal (each pass at the mean of
+/// its kind, stage and worker factors taken out) is within 10% of the usual what-if analysis's
+/// (every op at its median across workers, no launch delays). Where one worker draws far more
+/// work than the others (data-parallel sequence-length imbalance) the two part by design.
+#[test]
+fn real_pipelines_slowdown_agrees_with_the_median_op_what_if() {
+    for (case, _) in PIPELINES {
+        let slowdown = report_of(case).slowdown;
+        let median_ops = slowdown.median_ops_factor.unwrap();
+        let ratio = slowdown.factor / median_ops;
+        assert!((0.9..=1.1).contains(&ratio), "{case}: S {} against {median_ops} with median ops", slowdown.factor);
+    }
+}

@@ -166,6 +166,7 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
     let shares = deltas.map(|d| if total > 0.0 { d / total } else { 0.0 });
     let slowdown = if attribution.ideal > 0.0 { attribution.actual / attribution.ideal } else { 1.0 };
     let replay_fidelity = if attribution.measured > 0.0 { attribution.actual / attribution.measured } else { 1.0 };
+    let median_ops_factor = (attribution.median_ops > 0.0).then(|| attribution.actual / attribution.median_ops);
 
     let lengths_known = frame.knowledge > SequenceKnowledge::Unknown;
     let peers_missing = peers_missing(job);
@@ -311,6 +312,7 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
             time_lost_s: round((actual_step - ideal_step).max(0.0) * n_steps, 4),
             by_cause,
             replay_fidelity: round(replay_fidelity, 4),
+            median_ops_factor: median_ops_factor.map(|m| round(m, 4)),
         },
         signals: signals.clone(),
         cost_model: cost,

@@ -3,6 +3,12 @@
 //! workers and each transfer by the median; restoring one group's real durations at a time
 //! (stage factors, persistent worker factors, the step-to-step residual, stalls, transfers)
 //! says how much of the slowdown each accounts for.
+//!
+//! The mean keeps a step's work: it is what dealing the same work evenly would give. The usual
+//! what-if analysis (and the tools that implement it) puts every op at its *median* across
+//! workers instead, with no launch delays; that ideal is replayed too ([`median_ops_into`]), so
+//! that S can be compared with theirs. The two agree where the slowdown is a slow place (a stage,
+//! a worker); they part where a few workers draw far more work, whose median is below the mean.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -581,6 +587,49 @@ fn replay_restored(
     }
 }
 
+/// Writes into `out` (a clone of `step`) the step as the usual what-if analysis idealises it:
+/// every pass at the median of that pass (its micro-batch, forward or backward) across the
+/// step's slots, every tail at the slots' median, no stalls (launch delays removed), transfers
+/// at the job's median.
+fn median_ops_into(step: &StepSlots, f: &Factors, out: &mut StepSlots) {
+    let (passes, tail) = median_ops(step);
+    let present: Vec<(usize, usize)> = step.present_slots().map(|(at, _)| at).collect();
+    for at in present {
+        let into = out.passes_mut(at);
+        into.iter_mut().zip(&passes).for_each(|(pass, median)| *pass = *median);
+        out.set_stall_and_tail(at, 0.0, tail);
+    }
+    out.transfer.clone_from(&f.transfer);
+}
+
+/// Each pass's median (forward, backward) across the step's slots, and the tails' median.
+fn median_ops(step: &StepSlots) -> (Vec<(f64, f64)>, f64) {
+    let mut column: Vec<f64> = Vec::with_capacity(step.stages() * step.dps());
+    let mut median_of = |value: &dyn Fn(Slot<'_>) -> Option<f64>| {
+        column.clear();
+        column.extend(step.present_slots().filter_map(|(_, s)| value(s)));
+        median(&column)
+    };
+    let passes = (0..step.passes_per_slot())
+        .map(|m| (median_of(&|s| s.passes.get(m).map(|p| p.0)), median_of(&|s| s.passes.get(m).map(|p| p.1))))
+        .collect();
+    (passes, median_of(&|s| Some(s.tail)))
+}
+
+/// The replayed length of the step with every op at its median ([`median_ops_into`]):
+/// pipelines are replayed from `scratch` (a clone of `step`); without pipelines every slot is
+/// alike, and the step is one slot's compute, its stage's transfer and the tail.
+fn replay_median_ops(step: &StepSlots, f: &Factors, scratch: &mut StepSlots) -> f64 {
+    if pipelined(step) {
+        median_ops_into(step, f, scratch);
+        return replay_step(scratch);
+    }
+    let (passes, tail) = median_ops(step);
+    let compute: f64 = passes.iter().map(|p| p.0 + p.1).sum();
+    let stages = (0..step.stages()).filter(|&p| step.stage(p).any(|s| s.is_some()));
+    stages.map(|p| compute + f.transfer.get(p).copied().unwrap_or(0.0) + tail).fold(0.0, f64::max)
+}
+
 /// Replayed step times summed over the job, for the actual run, the ideal run, and each
 /// single restoration.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -595,6 +644,8 @@ pub struct Attribution {
     pub data_compute: Option<f64>,
     pub residual_stalls: f64,
     pub transfers: f64,
+    /// The ideal of the usual what-if analysis: every op at its median across workers.
+    pub median_ops: f64,
     pub per_step: Vec<StepTimes>,
 }
 
@@ -617,6 +668,7 @@ struct StepReplays {
     data_compute: Option<f64>,
     residual_stalls: f64,
     transfers: f64,
+    median_ops: f64,
 }
 
 fn replays(step: &StepSlots, f: &Factors) -> StepReplays {
@@ -648,6 +700,7 @@ fn replays(step: &StepSlots, f: &Factors) -> StepReplays {
         residual_stalls: end(5),
         transfers: end(6),
         data_compute: predicted.then(|| end(7)),
+        median_ops: replay_median_ops(step, f, &mut scratch),
     }
 }
 
@@ -679,6 +732,7 @@ pub fn attribute<S: Steps + ?Sized>(steps: &S, f: &Factors) -> Attribution {
         };
         a.residual_stalls += r.residual_stalls;
         a.transfers += r.transfers;
+        a.median_ops += r.median_ops;
         a.per_step.push(StepTimes { measured, actual: r.actual, ideal: r.ideal });
     }
     a
@@ -721,6 +775,35 @@ mod tests {
         assert!(a.actual > a.ideal * 1.2, "{a:?}");
         assert!((a.worker - a.actual).abs() < 1e-6, "{a:?}");
         assert!((a.residual_compute - a.ideal).abs() < 1e-6, "{a:?}");
+    }
+
+    #[test]
+    fn the_what_if_ideal_puts_every_op_at_its_median_across_workers() {
+        // Three ranks, one of them (a different one each step) drawing 4× the work, each
+        // stalled 5 before it computes: the mean ideal deals the work evenly (compute 20) and
+        // keeps the typical stall, the median ideal gives every rank the median op (10) and no
+        // stall (no launch delays). Either step ends with the transfer (2) and the tail (1).
+        let steps: Vec<StepSlots> = (0..6)
+            .map(|i| step((0..3).map(|d| slot(5.0, if d == i % 3 { 40.0 } else { 10.0 })).collect(), 2.0))
+            .collect();
+        let a = attribute(&steps[..], &factors(&steps[..]));
+        let per_step = |total: f64| total / 6.0;
+        assert_eq!((per_step(a.ideal), per_step(a.median_ops)), (5.0 + 20.0 + 3.0, 10.0 + 3.0), "{a:?}");
+        // A 2-stage pipeline whose second stage takes twice the first's time: in the median
+        // ideal both stages take their median (the mean of two), and the replay is that of the
+        // balanced pipeline.
+        let pass = |x: f64| (x, 2.0 * x);
+        let stage = |x: f64| vec![Some(SlotStep { passes: vec![pass(x), pass(x)], ..slot(1.0, 0.0).expect("a slot") })];
+        let heavy = StepSlots::of(&[stage(4.0), stage(8.0)], &[0.0, 0.0]);
+        let balanced = StepSlots::of(&[stage(6.0), stage(6.0)], &[0.0, 0.0]);
+        let mut balanced_without_stalls = balanced.clone();
+        for p in 0..2 {
+            balanced_without_stalls.set_stall_and_tail((p, 0), 0.0, 1.0);
+        }
+        let f = factors(&[heavy.clone()][..]);
+        let mut scratch = heavy.clone();
+        assert_eq!(replay_median_ops(&heavy, &f, &mut scratch), replay_step(&balanced_without_stalls));
+        assert!(replay_step(&heavy) > replay_step(&balanced));
     }
 
     #[test]

@@ -170,7 +170,7 @@ pub fn verdict_panel(props: &Props) -> Html {
             </header>
             <p class="headline">{&v.headline}</p>
             <dl class="numbers">
-                <div><dt>{"Slowdown S"}</dt><dd>{format!("{:.2}×", s.factor)}</dd></div>
+                <div><dt>{"Slowdown S"}</dt><dd title={s.median_ops_factor.map(|m| format!("{m:.2}× with every op at its median across workers, as what-if tools compute S"))}>{format!("{:.2}×", s.factor)}</dd></div>
                 <div><dt>{"Step time"}</dt><dd>{format!("{:.3} s", s.actual_step_s)}</dd></div>
                 <div><dt>{"Ideal step"}</dt><dd>{format!("{:.3} s", s.ideal_step_s)}</dd></div>
                 <div><dt>{"Time lost"}</dt><dd>{format!("{:.1} s over {} steps", s.time_lost_s, r.job.steps)}</dd></div>

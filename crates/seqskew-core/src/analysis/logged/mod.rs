@@ -242,6 +242,7 @@ impl Found<'_> {
                 Vec::new()
             },
             replay_fidelity: 1.0,
+            median_ops_factor: None,
         }
     }
 
