@@ -61,7 +61,7 @@ fn random_batching_is_sequence_length_imbalance() {
         "dp2-random",
         expect![[r#"
             sequence_length_imbalance (high): S 1.24, 0.40 s lost
-            by cause: sequence_length_imbalance 0.79, slow_worker 0.20, host_stall 0.01
+            by cause: sequence_length_imbalance 0.78, slow_worker 0.20, host_stall 0.01, communication 0.01
             passed: attention_on_longest, compute_tracks_cost, rotation
             initiators: 2 distinct, dominance 0.70, top [(1, 7), (0, 3)]
             what-if: current 1.00×, sorted 0.95×, token_balanced 1.06×, lpt 1.04×, karmarkar_karp 1.04×
@@ -80,7 +80,7 @@ fn balanced_by_a_wrong_cost_is_still_imbalanced() {
         "dp2-balanced",
         expect![[r#"
             sequence_length_imbalance (high): S 1.21, 0.37 s lost
-            by cause: sequence_length_imbalance 0.75, slow_worker 0.21, communication 0.04
+            by cause: sequence_length_imbalance 0.73, slow_worker 0.20, communication 0.06
             passed: max_vs_mean, attention_on_longest, compute_tracks_cost, rotation
             initiators: 2 distinct, dominance 0.90, top [(1, 9), (0, 1)]
             what-if: current 1.00×, sorted 0.84×, token_balanced 1.08×, lpt 1.08×, karmarkar_karp 1.08×
@@ -98,7 +98,7 @@ fn a_rank_that_sleeps_is_a_slow_worker() {
         "dp2-balanced-slowrank1",
         expect![[r#"
             slow_worker (high): S 2.61, 1.98 s lost
-            by cause: slow_worker 0.95, sequence_length_imbalance 0.05
+            by cause: slow_worker 0.94, sequence_length_imbalance 0.05, communication 0.01
             passed: max_vs_mean, attention_on_longest, compute_tracks_cost, host_stalls
             initiators: 1 distinct, dominance 1.00, top [(1, 10)]
             what-if: current 1.00×, sorted 1.26×, token_balanced 1.03×, lpt 1.03×, karmarkar_karp 1.03×

@@ -153,15 +153,9 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
     let initiators = signals::initiators(&frame);
 
     // With a cost model, the sequence share is what the data alone would cost (noise excluded).
-    let sequence = attribution.data_compute.unwrap_or(attribution.residual_compute);
-    let deltas = [
-        attribution.stage - attribution.ideal,
-        attribution.worker - attribution.ideal,
-        sequence - attribution.ideal,
-        attribution.residual_stalls - attribution.ideal,
-        attribution.transfers - attribution.ideal,
-    ]
-    .map(|d| d.max(0.0));
+    let gains = &attribution.gains;
+    let sequence = gains.data_compute.unwrap_or(gains.residual_compute);
+    let deltas = [gains.stage, gains.worker, sequence, gains.residual_stalls, gains.transfers];
     let total: f64 = deltas.iter().sum();
     let shares = deltas.map(|d| if total > 0.0 { d / total } else { 0.0 });
     let slowdown = if attribution.ideal > 0.0 { attribution.actual / attribution.ideal } else { 1.0 };
