@@ -86,7 +86,10 @@ impl<W: Write> ChromeWriter<W> {
                     OpKind::AllReduce { .. } => self.event(&x("grads-all-reduce", COMM_TID, op.start, op.end, ""))?,
                     OpKind::Barrier => self.event(&x("clip-grad-all-reduce", COMM_TID, op.start, op.end, ""))?,
                     OpKind::Optimizer => self.event(&x("optimizer", COMPUTE_TID, op.start, op.end, ""))?,
-                    OpKind::Gc => self.event(&x("gc", COMPUTE_TID, op.start, op.end, ""))?,
+                    // A host stall is a bare gap inside its step, as in real merged traces
+                    // (nothing records the host's GC or Python time): the reader must find it
+                    // as time nothing covers, not by a name the simulator chose.
+                    OpKind::Gc => {}
                     OpKind::DataWait => self.event(&x("dataloader", COMPUTE_TID, op.start, op.end, ""))?,
                 }
             }
