@@ -388,7 +388,7 @@ impl TraceBuilder for ChromeBuilder {
         }
         let mut workers: Vec<Worker> = Vec::with_capacity(identities.len());
         for (((&(rank, coords, pid), records), spans), lengths) in
-            identities.iter().zip(records).zip(&spans).zip(&lengths)
+            identities.iter().zip(records).zip(&spans).zip(lengths)
         {
             let rank = rank.unwrap_or_else(|| {
                 if coords == Coords::default() { u32::try_from(pid).unwrap_or(u32::MAX) } else { u32::MAX }
@@ -422,7 +422,7 @@ fn number_workers_by_coords(workers: &mut [Worker]) {
 fn build_steps(
     records: &[Record],
     spans: &[StepSpan],
-    found: &[FoundLengths],
+    found: Vec<FoundLengths>,
 ) -> Vec<(WorkerStep, Vec<MicroBatch>, Vec<Collective>)> {
     let mut windows: BTreeMap<u64, (Nanos, Nanos)> = BTreeMap::new();
     for s in spans {
@@ -458,11 +458,11 @@ fn build_steps(
     let mut lengths: LengthsByStep = BTreeMap::new();
     for (step, at, mb, l) in found {
         let step = step.or_else(|| {
-            let i = by_time.partition_point(|w| w.1 <= *at);
-            by_time.get(i).filter(|w| w.0 <= *at).and_then(|_| ordered.get(i)).map(|o| o.0)
+            let i = by_time.partition_point(|w| w.1 <= at);
+            by_time.get(i).filter(|w| w.0 <= at).and_then(|_| ordered.get(i)).map(|o| o.0)
         });
         if let Some(step) = step {
-            lengths.entry((step, *mb)).or_insert_with(|| l.clone());
+            lengths.entry((step, mb)).or_insert(l);
         }
     }
     let pieces: Vec<Piece> = records
@@ -475,14 +475,18 @@ fn build_steps(
         let (timeline, totals) = partition(start, end, bucket);
         let (micro_batches, collectives) = micro_batches_and_collectives(mine);
         let mut micro: BTreeMap<u32, MicroBatch> = micro_batches.into_iter().map(|m| (m.id, m)).collect();
-        let mut sequences = Sequences::default();
-        for ((_, m), l) in lengths.range((step, None)..=(step, Some(u32::MAX))) {
-            let seq = Sequences::from_lengths(SequenceKnowledge::Exact, l.clone());
+        // The step's documents are all of its micro-batches' (or its own list's), sorted once:
+        // merging list after list was a twentieth of reading a merged trace.
+        let mut documents: Option<Vec<u32>> = None;
+        for ((_, m), l) in lengths.range_mut((step, None)..=(step, Some(u32::MAX))) {
+            documents.get_or_insert_with(Vec::new).extend_from_slice(l);
             if let Some(mb) = m.and_then(|id| micro.get_mut(&id)) {
-                mb.sequences = Sequences { attention: mb.sequences.attention, ..seq.clone() };
+                let seq = Sequences::from_lengths(SequenceKnowledge::Exact, std::mem::take(l));
+                mb.sequences = Sequences { attention: mb.sequences.attention, ..seq };
             }
-            sequences.merge(&seq);
         }
+        let mut sequences =
+            documents.map_or_else(Sequences::default, |d| Sequences::from_lengths(SequenceKnowledge::Exact, d));
         let attention = totals.get(SpanKind::Attention);
         if attention > 0 {
             sequences.attention = Some(attention);
