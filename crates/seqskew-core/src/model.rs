@@ -410,16 +410,44 @@ impl Sequences {
     /// Adds another set of sequences (e.g. micro-batches into their step). The result knows
     /// the least of what the parts know.
     pub fn merge(&mut self, other: &Sequences) {
-        if !other.is_known() && other.attention.is_none() {
+        if !self.add_counts(other) {
             return;
         }
-        let was_empty = !self.is_known() && self.documents == 0;
-        self.knowledge = if was_empty { other.knowledge } else { self.knowledge.min(other.knowledge) };
         if self.knowledge >= SequenceKnowledge::DenseShapes {
             self.lengths = merged_sorted(&self.lengths, &other.lengths, true);
         } else {
             self.lengths.clear();
         }
+    }
+
+    /// All of `parts` together, as merging them one after another would give, with the lengths
+    /// sorted once at the end (merging a step's micro-batches one by one re-made its list each
+    /// time: a tenth of reading a step log).
+    pub fn merge_all<'a>(parts: impl IntoIterator<Item = &'a Sequences>) -> Sequences {
+        let parts: Vec<&Sequences> = parts.into_iter().collect();
+        let mut all = Sequences::default();
+        // Sized for them all: the step's list stays in the model, slack and all.
+        let mut lengths = Vec::with_capacity(parts.iter().map(|p| p.lengths.len()).sum());
+        for part in parts {
+            if all.add_counts(part) && all.knowledge >= SequenceKnowledge::DenseShapes {
+                lengths.extend_from_slice(&part.lengths);
+            }
+        }
+        if all.knowledge >= SequenceKnowledge::DenseShapes {
+            lengths.sort_unstable_by(|a, b| b.cmp(a));
+            all.lengths = lengths;
+        }
+        all
+    }
+
+    /// [`Sequences::merge`] but for the lengths: the knowledge, counts and attention. False
+    /// (and nothing added) for a part that knows nothing.
+    fn add_counts(&mut self, other: &Sequences) -> bool {
+        if !other.is_known() && other.attention.is_none() {
+            return false;
+        }
+        let was_empty = !self.is_known() && self.documents == 0;
+        self.knowledge = if was_empty { other.knowledge } else { self.knowledge.min(other.knowledge) };
         self.documents = self.documents.saturating_add(other.documents);
         self.tokens = self.tokens.saturating_add(other.tokens);
         self.max_len = self.max_len.max(other.max_len);
@@ -429,6 +457,7 @@ impl Sequences {
             (Some(a), Some(b)) => Some(a.saturating_add(b)),
             (a, b) => a.or(b),
         };
+        true
     }
 }
 
@@ -550,6 +579,24 @@ mod tests {
         assert_eq!(b.sum_sq_low, 85);
         b.merge(&Sequences::from_lengths(SequenceKnowledge::Exact, vec![9, 1, 5, 12]));
         assert_eq!(b.lengths, vec![12, 9, 9, 5, 2, 1]);
+    }
+
+    #[test]
+    fn merging_all_at_once_is_merging_one_by_one() {
+        let exact = |l: &[u32]| Sequences::from_lengths(SequenceKnowledge::Exact, l.to_vec());
+        let unknown_with_attention = Sequences { attention: Some(7), ..Sequences::default() };
+        let cases: [Vec<Sequences>; 5] = [
+            vec![],
+            vec![exact(&[2, 9]), exact(&[9, 1, 5, 12])],
+            vec![exact(&[3, 5]), Sequences::from_bounds(2, 10, 8), exact(&[4])],
+            vec![unknown_with_attention.clone(), exact(&[6, 1])],
+            vec![exact(&[6, 1]), unknown_with_attention, Sequences::default(), exact(&[2])],
+        ];
+        for parts in cases {
+            let mut one_by_one = Sequences::default();
+            parts.iter().for_each(|p| one_by_one.merge(p));
+            assert_eq!(Sequences::merge_all(&parts), one_by_one, "{parts:?}");
+        }
     }
 
     #[test]

@@ -477,9 +477,12 @@ fn build_steps(
         let mut micro: BTreeMap<u32, MicroBatch> = micro_batches.into_iter().map(|m| (m.id, m)).collect();
         // The step's documents are all of its micro-batches' (or its own list's), sorted once:
         // merging list after list was a twentieth of reading a merged trace.
+        let of_step = (step, None)..=(step, Some(u32::MAX));
         let mut documents: Option<Vec<u32>> = None;
-        for ((_, m), l) in lengths.range_mut((step, None)..=(step, Some(u32::MAX))) {
-            documents.get_or_insert_with(Vec::new).extend_from_slice(l);
+        // Sized for them all: the step's list stays in the model, slack and all.
+        let count = lengths.range(of_step.clone()).map(|(_, l)| l.len()).sum();
+        for ((_, m), l) in lengths.range_mut(of_step) {
+            documents.get_or_insert_with(|| Vec::with_capacity(count)).extend_from_slice(l);
             if let Some(mb) = m.and_then(|id| micro.get_mut(&id)) {
                 let seq = Sequences::from_lengths(SequenceKnowledge::Exact, std::mem::take(l));
                 mb.sequences = Sequences { attention: mb.sequences.attention, ..seq };

@@ -400,10 +400,9 @@ fn build_step(
     let known = totals.sum();
     let duration = given("step_s").unwrap_or(known);
     // Micro-batch rows know more (varlen bounds per micro-batch are tighter than the step's).
-    let mut sequences = Sequences::default();
-    for mb in &micro_batches {
-        sequences.merge(&Sequences { attention: None, ..mb.sequences.clone() });
-    }
+    // Their attention is the step's own (below): parts that know no lengths are left out.
+    let knowing = micro_batches.iter().map(|mb| &mb.sequences).filter(|s| s.is_known());
+    let mut sequences = Sequences { attention: None, ..Sequences::merge_all(knowing) };
     if !sequences.is_known() {
         sequences = row_sequences.unwrap_or_default();
     }
