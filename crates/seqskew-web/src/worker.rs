@@ -133,10 +133,12 @@ struct ReadAhead {
 pub enum Msg {
     /// A slice of job `job`'s files was read (or could not be).
     Read { job: u32, range: SliceRange, read: Result<js_sys::Uint8Array, String> },
-    /// Import worker `helper` of job `job` said this.
-    Shared { job: u32, helper: usize, response: Response },
+    /// Import worker `helper` said this (of the job its response names).
+    Shared { helper: usize, response: Response },
     /// The failure worker answered (for the page `client`).
     FailureAnswer { client: HandlerId, response: Response },
+    /// Time to start the import workers of the next job (the last one has ended).
+    ImportWorkersAhead,
 }
 
 /// A part of one of a job's files: `[start, end)` of file `index`. Empty for a file with
@@ -151,7 +153,9 @@ pub struct SliceRange {
 pub struct AnalysisWorker {
     /// The job being run and the bridge that asked for it.
     job: Option<(HandlerId, RunningJob)>,
-    /// The import workers sharing it (dropping one ends it).
+    /// The import workers that share its files: kept from one job to the next, so that a
+    /// job of several files does not wait for them to load and compile the module (dropping
+    /// one ends it).
     import_workers: Vec<WorkerBridge<AnalysisWorker>>,
     /// The failure worker, once a job had a log or a dump.
     failure: Option<FailureLink>,
@@ -186,16 +190,18 @@ fn available_cores() -> usize {
     }
 }
 
-/// Starts an import worker whose answers come back to this worker as [`Msg::Shared`]. It is
-/// first asked to import nothing: its empty answer says it has started.
-fn start_import_worker(scope: &WorkerScope<AnalysisWorker>, job: u32, helper: usize) -> WorkerBridge<AnalysisWorker> {
+/// Import workers started ahead of the next job of several files, once a job is done (more
+/// start when a job needs them): each loads and compiles the module, which a job should not
+/// wait for, and holds a little memory while idle.
+const IMPORT_WORKERS_AHEAD: usize = 3;
+
+/// Starts an import worker whose answers come back to this worker as [`Msg::Shared`].
+fn start_import_worker(scope: &WorkerScope<AnalysisWorker>, helper: usize) -> WorkerBridge<AnalysisWorker> {
     let scope = scope.clone();
-    let bridge = AnalysisWorker::spawner()
+    AnalysisWorker::spawner()
         .encoding::<JsCodec>()
-        .callback(move |response| scope.send_message(Msg::Shared { job, helper, response }))
-        .spawn_with_loader(WORKER_LOADER);
-    bridge.send(Request::Import { job, files: Vec::new() });
-    bridge
+        .callback(move |response| scope.send_message(Msg::Shared { helper, response }))
+        .spawn_with_loader(WORKER_LOADER)
 }
 
 /// Hands the logs and dumps job `job` recognised to the failure worker (started on first
@@ -269,7 +275,12 @@ impl Worker for AnalysisWorker {
     fn update(&mut self, scope: &WorkerScope<Self>, msg: Msg) {
         match msg {
             Msg::Read { job, range, read } => self.read(scope, job, range, read),
-            Msg::Shared { job, helper, response } => self.heard(scope, job, helper, response),
+            Msg::Shared { helper, response } => self.heard(scope, helper, response),
+            Msg::ImportWorkersAhead => {
+                if self.job.is_none() {
+                    self.start_import_workers(scope, available_cores().saturating_sub(1).min(IMPORT_WORKERS_AHEAD));
+                }
+            }
             Msg::FailureAnswer { client, response } => self.failure_answered(scope, client, response),
         }
     }
@@ -310,8 +321,20 @@ impl AnalysisWorker {
         let helpers = import_workers(&sizes, available_cores()) - 1;
         let mut job = RunningJob::new(id, Role::Analyze, indexed(files), SLICE_BYTES);
         job.claims = Claims::new(sizes, helpers);
-        self.import_workers = (0..helpers).map(|helper| start_import_worker(scope, id, helper)).collect();
+        self.start_import_workers(scope, helpers);
+        // Each is first asked to import nothing: its empty answer says it is ready for the job.
+        for bridge in self.import_workers.iter().take(helpers) {
+            bridge.send(Request::Import { job: id, files: Vec::new() });
+        }
         self.start(scope, client, job);
+    }
+
+    /// Starts import workers until there are `count`.
+    fn start_import_workers(&mut self, scope: &WorkerScope<Self>, count: usize) {
+        while self.import_workers.len() < count {
+            let helper = self.import_workers.len();
+            self.import_workers.push(start_import_worker(scope, helper));
+        }
     }
 
     fn start(&mut self, scope: &WorkerScope<Self>, client: HandlerId, job: RunningJob) {
@@ -353,10 +376,20 @@ impl AnalysisWorker {
             return;
         }
         let Some((client, mut job)) = self.job.take() else { return };
-        self.import_workers.clear();
         let id = job.id;
         let response = match job.role {
             Role::Analyze => {
+                // Import workers that read files keep their memory at its peak (WebAssembly
+                // memory does not shrink): they end, and fresh ones start for the next job
+                // (an import worker runs only imports and starts none).
+                if job.claims.readers() > 0 {
+                    self.import_workers.clear();
+                }
+                // As a task of its own, once the job's answer is on its way to the page.
+                scope.send_future(async {
+                    gloo::timers::future::TimeoutFuture::new(0).await;
+                    Msg::ImportWorkersAhead
+                });
                 // A job without per-rank times is judged from step times alone (a training
                 // log's, or its step logs' own) where the log readers are, in the failure
                 // worker: its step logs go there too, and the answer waits for it.
@@ -380,7 +413,14 @@ impl AnalysisWorker {
     }
 
     /// An import worker said how far it is, or sent its files back (and is handed the next).
-    fn heard(&mut self, scope: &WorkerScope<Self>, id: u32, helper: usize, response: Response) {
+    /// What it says of an older job (one cancelled) is dropped.
+    fn heard(&mut self, scope: &WorkerScope<Self>, helper: usize, response: Response) {
+        let id = match &response {
+            Response::Progress(p) => p.job,
+            Response::Imported { job, .. } => *job,
+            Response::Crashed { message } => return self.crashed(scope, message.clone()),
+            _ => return,
+        };
         let Some((_, job)) = self.job.as_mut().filter(|(_, j)| j.id == id) else {
             return;
         };
@@ -399,11 +439,8 @@ impl AnalysisWorker {
                 }
                 Err(message) => return self.crashed(scope, message),
             },
-            Response::Crashed { message } => return self.crashed(scope, message),
-            Response::Done { .. }
-            | Response::Cancelled { .. }
-            | Response::FailureStarted { .. }
-            | Response::FailureRead { .. } => {}
+            // Told apart above.
+            _ => {}
         }
         self.pump(scope);
     }
