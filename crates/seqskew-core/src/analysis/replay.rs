@@ -593,10 +593,8 @@ fn replay_restored(
 /// at the job's median.
 fn median_ops_into(step: &StepSlots, f: &Factors, out: &mut StepSlots) {
     let (passes, tail) = median_ops(step);
-    let present: Vec<(usize, usize)> = step.present_slots().map(|(at, _)| at).collect();
-    for at in present {
-        let into = out.passes_mut(at);
-        into.iter_mut().zip(&passes).for_each(|(pass, median)| *pass = *median);
+    for (at, _) in step.present_slots() {
+        out.passes_mut(at).iter_mut().zip(&passes).for_each(|(pass, median)| *pass = *median);
         out.set_stall_and_tail(at, 0.0, tail);
     }
     out.transfer.clone_from(&f.transfer);
