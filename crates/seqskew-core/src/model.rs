@@ -45,6 +45,22 @@ pub struct Worker {
     pub micro_batches: Vec<MicroBatch>,
     /// The steps' collective calls, likewise (see [`Worker::collectives_of`]).
     pub collectives: Vec<Collective>,
+    /// The pipeline stages this worker ran as model chunks under an interleaved schedule, sorted
+    /// by stage, with the compute of each over all its steps (rank r of P holds stages r,
+    /// r + P, …: Megatron-LM's virtual pipeline, `torch.distributed.pipelining`'s
+    /// `ScheduleInterleaved1F1B`). Empty when its input names at most one stage per worker.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_chunks: Vec<ModelChunk>,
+}
+
+/// One model chunk of a worker under an interleaved pipeline schedule ([`Worker::model_chunks`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelChunk {
+    /// The pipeline stage it is, as the schedule numbers them (across all ranks).
+    pub stage: u32,
+    /// Its forward and backward compute, summed over the worker's steps.
+    pub forward: Nanos,
+    pub backward: Nanos,
 }
 
 impl Worker {
@@ -270,13 +286,16 @@ pub struct MicroBatch {
     pub id: u32,
     /// Start of its first compute, when known.
     pub start: Option<Nanos>,
-    /// Compute of its forward and backward passes.
+    /// Compute of its forward and backward passes (on the CPU, the time each held its thread,
+    /// waits for its input excluded).
     pub forward: Nanos,
     pub backward: Nanos,
-    /// Time each pass (forward, backward) held its stage's thread in point-to-point sends and
-    /// receives, their waits for the peer excluded: a CPU backend (gloo) copies on the training
-    /// thread, so the next pass starts only after it. Zero where transfers run beside compute
-    /// (NCCL on its own stream) or the input does not show them.
+    /// Time each pass (forward, backward) held its stage's thread in the point-to-point sends
+    /// and receives its schedule ran for it apart from the pass (the pipelining runtime's
+    /// `SEND_F`/`RECV_B` actions), their waits for the peer excluded: a CPU backend (gloo)
+    /// copies on the training thread, so the next pass starts only after it. (Calls inside the
+    /// pass's own annotation are its forward's or backward's time.) Zero where transfers run
+    /// beside compute (NCCL on its own stream) or the input does not show them.
     #[serde(default)]
     pub p2p: (Nanos, Nanos),
     pub sequences: Sequences,

@@ -16,6 +16,15 @@ pub fn compact_ranges(values: &[u64]) -> String {
     parts.join(", ")
 }
 
+/// Items in words: "a", "a and b", "a, b and c".
+pub fn list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [only] => only.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
 /// A count and its noun, plural unless one: "1 worker", "16 workers" (nouns that take an "s").
 pub fn count(n: usize, noun: &str) -> String {
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
@@ -47,5 +56,10 @@ mod tests {
         assert_eq!(seconds(41_200_000), "41.2 ms");
         assert_eq!(seconds(812_000), "812 µs");
         assert_eq!([0, 1, 2].map(|n| count(n, "worker")), ["0 workers", "1 worker", "2 workers"]);
+        let words = |items: &[&str]| list(&items.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            [words(&[]), words(&["a"]), words(&["a", "b"]), words(&["a", "b", "c"])],
+            ["", "a", "a and b", "a, b and c"]
+        );
     }
 }

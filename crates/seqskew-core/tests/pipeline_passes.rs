@@ -48,8 +48,9 @@ fn mark(name: &str, ts: u32, dur: u32) -> String {
 #[test]
 fn cpu_ops_in_a_pass_are_its_micro_batchs() {
     // GPipe on the CPU: two forwards, then two backwards; the first forward's data loader marks
-    // its documents. aten::mm nests aten::addmm (counted once); attention runs inside a matmul
-    // of micro-batch 1; the optimizer runs after the passes, in no micro-batch.
+    // its documents. aten::mm nests aten::addmm; attention runs inside a matmul of micro-batch 1;
+    // the optimizer runs after the passes, in no micro-batch. A pass holds its thread for all
+    // of its annotation: the interpreter's time between its ops is the pass's.
     let events = [
         mark("ProfilerStep#4", 1000, 200),
         mark("Forward 0", 1000, 30),
@@ -70,40 +71,47 @@ fn cpu_ops_in_a_pass_are_its_micro_batchs() {
     let worker = import.workers.first().expect("one worker");
     assert_eq!(
         micro_batches(worker),
-        [(0, 20, 28, None, vec![100, 50]), (1, 15, 35, Some(5), vec![])],
-        "forward and backward compute per micro-batch, nested ops counted once"
+        [(0, 30, 40, None, vec![100, 50]), (1, 30, 50, Some(5), vec![])],
+        "forward and backward of each micro-batch: its passes' annotations"
     );
-    // The timeline says which micro-batch each stretch of compute was.
+    // The timeline says which micro-batch each stretch of compute was, and the time between a
+    // pass's ops is compute, not a host stall.
     let step = worker.steps.first().expect("a step");
     let labelled: Vec<Option<u32>> =
         step.spans.iter().filter(|s| s.kind.is_compute() && s.duration > 0).map(|s| s.micro_batch).collect();
     assert_eq!(labelled, [Some(0), Some(1), Some(1), Some(1), Some(0), Some(1), None]);
+    let idle = step.totals.get(seqskew_core::model::SpanKind::HostStall);
+    assert_eq!(idle, 30_000, "idle only between the passes and the optimizer, and after it");
 }
 
 #[test]
 fn a_passs_own_sends_and_receives_hold_its_thread_on_a_cpu_backend() {
-    // A gloo stage: the forward sends its activations (the call copies for 10 µs; the transfer,
-    // `gloo:send`, goes on while the backward computes); the backward's receive call takes 5 µs,
-    // then waits 55 µs for the peer (`gloo:recv` ends with nothing computing), computes, and sends
-    // back (8 µs of copying, then 7 µs waiting with nothing to do).
+    // A gloo stage under the pipelining runtime, whose sends and receives are actions of their
+    // own (`PP:1SEND_F0`): the forward computes, then its send action copies for 10 µs and the
+    // transfer (`gloo:send`) goes on while later passes compute; the backward's receive action
+    // posts its receive (5 µs), the backward then waits 55 µs for the peer (`gloo:recv` ends
+    // with nothing computing), computes, and its send action takes 10 µs.
     let events = [
         mark("ProfilerStep#1", 1000, 300),
-        mark("Forward 0", 1000, 100),
+        mark("PP:1F0", 1000, 50),
         op("aten::mm", 1005, 40),
+        mark("PP:1SEND_F0", 1050, 12),
         op("c10d::send", 1050, 10),
         mark("gloo:send", 1060, 140),
-        mark("Backward 0", 1100, 150),
+        mark("PP:1RECV_B0", 1100, 5),
         op("c10d::recv_", 1100, 5),
         mark("gloo:recv", 1105, 55),
+        mark("PP:1B0", 1105, 135),
         op("aten::mm", 1160, 60),
-        op("c10d::send", 1225, 8),
-        mark("gloo:send", 1233, 7),
+        mark("PP:1SEND_B0", 1240, 10),
+        op("c10d::send", 1241, 8),
+        mark("gloo:send", 1249, 7),
     ];
     let import = import("rank1.pt.trace.json", &events.join(",\n"));
     let worker = import.workers.first().expect("one worker");
     let step = worker.steps.first().expect("a step");
     let passes: Vec<_> = worker.micro_batches_of(step).iter().map(|m| (m.forward, m.backward, m.p2p)).collect();
-    assert_eq!(passes, [(40_000, 60_000, (10_000, 13_000))], "compute apart, the calls' own time held, waits not");
+    assert_eq!(passes, [(50_000, 80_000, (12_000, 15_000))], "the passes and their transfers held, the wait not");
 }
 
 /// One rank of a two-stage pipeline on the GPU, its passes annotated by the pipelining

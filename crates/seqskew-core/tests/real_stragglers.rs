@@ -39,10 +39,16 @@ fn imports_of(case: &str) -> Vec<FileImport> {
     imports
 }
 
-/// The cases that are 2-stage pipelines (`torch.distributed.pipelining`, one stage per rank),
-/// with their layout (dp, pp).
-const PIPELINES: [(&str, (usize, usize)); 3] =
-    [("heavy_last_stage", (1, 2)), ("pipeline_seqlen", (1, 2)), ("dp_pp_heavy_stage", (2, 2))];
+/// The cases that are pipelines (`torch.distributed.pipelining`), with their layout (dp, pp) and
+/// the schedule they ran (make_fixtures.py): `ScheduleGPipe`, one stage per rank, or
+/// `ScheduleInterleaved1F1B`, two stages per rank.
+const PIPELINES: [(&str, (usize, usize), PipelineSchedule); 5] = [
+    ("heavy_last_stage", (1, 2), PipelineSchedule::Gpipe),
+    ("pipeline_seqlen", (1, 2), PipelineSchedule::Gpipe),
+    ("dp_pp_heavy_stage", (2, 2), PipelineSchedule::Gpipe),
+    ("interleaved_heavy_stage", (1, 2), PipelineSchedule::Interleaved { chunks: 2 }),
+    ("interleaved_balanced", (1, 2), PipelineSchedule::Interleaved { chunks: 2 }),
+];
 
 #[test]
 fn real_cpu_jobs_get_the_verdict_they_were_made_for() {
@@ -57,7 +63,7 @@ fn real_cpu_jobs_get_the_verdict_they_were_made_for() {
         assert_eq!(report.verdict.primary, primary, "{said}");
         // gloo's traces name no group for the pipelines' send/recv: the layout comes from the
         // process groups each trace lists (the only one, or the device mesh's `mesh_pp`).
-        let layout = PIPELINES.iter().find(|(c, _)| *c == case).map_or((report.job.dp, 1), |(_, l)| *l);
+        let layout = PIPELINES.iter().find(|(c, _, _)| *c == case).map_or((report.job.dp, 1), |(_, l, _)| *l);
         assert_eq!((report.job.dp, report.job.pp), layout, "{said}");
         let mut slow: Vec<u32> = report.slow_workers.iter().map(|w| w.rank).collect();
         slow.sort_unstable();
@@ -67,40 +73,68 @@ fn real_cpu_jobs_get_the_verdict_they_were_made_for() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 11);
+    assert_eq!(checked, 13);
 }
 
-/// The pipelines ran `ScheduleGPipe` (make_fixtures.py): their first stage's forwards run back to
-/// back, so the replay runs them as GPipe, not as the 1F1B most pipelines run.
+/// Each pipeline is replayed in the schedule it ran: GPipe's first stage runs its forwards back
+/// to back (not the 1F1B most pipelines run); an interleaved rank's passes name two stages each.
 #[test]
 fn real_pipelines_are_replayed_in_the_schedule_they_ran() {
-    for (case, _) in PIPELINES {
+    for (case, _, schedule) in PIPELINES {
         let frame = frame::build(&assemble(&imports_of(case)).job);
-        assert_eq!(frame.schedule, PipelineSchedule::Gpipe, "{case}");
+        assert_eq!(frame.schedule, schedule, "{case}");
     }
 }
 
+/// Under an interleaved schedule, the fix moves layers off the heavy model chunk, not off a
+/// whole rank (and does not advise the interleaved schedule the job already runs): the 16-layer
+/// stage 3 of the interleaved_heavy_stage job, on rank 1 with the 4-layer stage 1.
+#[test]
+fn an_interleaved_pipelines_fix_names_its_heavy_model_chunk() {
+    let report = report_of("interleaved_heavy_stage");
+    let fix = &report.fix.summary;
+    assert!(fix.contains("stages 1 and 3 as model chunks") && fix.contains("off pipeline stage 3"), "{fix}");
+    assert!(!fix.contains("use an interleaved schedule"), "{fix}");
+    let heavy = report_of("heavy_last_stage").fix.summary;
+    assert!(heavy.contains("off stage 1") && heavy.contains("use an interleaved schedule"), "{heavy}");
+}
+
 /// The replay of a pipeline's measured passes reproduces its measured step within 10% before
-/// any ideal is derived from it. On gloo a pass's sends and receives hold its stage's thread
-/// (`MicroBatch::p2p`): without them the replay came out 0.80, 0.79 and 0.90 of the step.
+/// any ideal is derived from it. On the CPU a pass holds its stage's thread for its whole
+/// annotation but its wait for input, its own sends and receives included: with the ops' time
+/// alone the replay came out 0.87 and 0.80 of the interleaved steps, with waits for sends cut
+/// out too 0.83 and 1.11 (sends are asynchronous), and with the pass's idle time counted as a
+/// stall as well 1.09. The replay takes the point-to-point hops as free; gloo's take
+/// milliseconds each here, which shows where passes are short (0.83–0.91 with 2-layer stages).
 #[test]
 fn real_pipelines_replay_their_measured_step() {
-    for (case, _) in PIPELINES {
+    for (case, _, _) in PIPELINES {
         let fidelity = report_of(case).slowdown.replay_fidelity;
         assert!((0.9..=1.1).contains(&fidelity), "{case}: the replay is {fidelity} of the measured step");
     }
 }
 
-/// S is comparable with other tools': on every real pipeline its ideal (each pass at the mean of
-/// its kind, stage and worker factors taken out) is within 10% of the usual what-if analysis's
-/// (every op at its median across workers, no launch delays). Where one worker draws far more
-/// work than the others (data-parallel sequence-length imbalance) the two part by design.
+/// S is comparable with other tools' where the slowdown is a slow place: on every real pipeline
+/// with a heavy stage (or none) its ideal (each pass at the mean of its kind, stage and worker
+/// factors taken out) is within 10% of the usual what-if analysis's (every op at its median
+/// across workers, no launch delays). Where the slowdown is the data they part by design: a
+/// long micro-batch's ops are long on every stage, so their median keeps them, and the what-if
+/// sees almost nothing of a pipeline's micro-batch imbalance (pipeline_seqlen: 1.02 against S
+/// 1.16); nor of one data-parallel worker drawing far more work than the others.
 #[test]
 fn real_pipelines_slowdown_agrees_with_the_median_op_what_if() {
-    for (case, _) in PIPELINES {
+    for (case, _, _) in PIPELINES {
         let slowdown = report_of(case).slowdown;
         let median_ops = slowdown.median_ops_factor.unwrap();
         let ratio = slowdown.factor / median_ops;
-        assert!((0.9..=1.1).contains(&ratio), "{case}: S {} against {median_ops} with median ops", slowdown.factor);
+        if case == "pipeline_seqlen" {
+            assert!(
+                ratio > 1.0,
+                "{case}: the what-if keeps each micro-batch's median: S {} vs {median_ops}",
+                slowdown.factor
+            );
+        } else {
+            assert!((0.9..=1.1).contains(&ratio), "{case}: S {} against {median_ops} with median ops", slowdown.factor);
+        }
     }
 }

@@ -27,7 +27,7 @@ pub fn gpipe(
         for (m, arrival) in arrived.iter_mut().enumerate() {
             let start = free.max(*arrival);
             let end = start + duration(p, m, false).max(0);
-            stage.push(PassTiming { micro_batch: m, backward: false, start, end });
+            stage.push(PassTiming { chunk: 0, micro_batch: m, backward: false, start, end });
             free = end;
             *arrival = end + p2p;
         }
@@ -40,7 +40,7 @@ pub fn gpipe(
         for (m, arrival) in gradient.iter_mut().enumerate().rev() {
             let start = free.max(*arrival);
             let end = start + duration(p, m, true).max(0);
-            stage.push(PassTiming { micro_batch: m, backward: true, start, end });
+            stage.push(PassTiming { chunk: 0, micro_batch: m, backward: true, start, end });
             free = end;
             *arrival = end + p2p;
         }

@@ -9,6 +9,7 @@
 use std::ops::Range;
 
 use super::par;
+use super::pipeline_order::ChunkShares;
 use crate::model::{
     Job, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep, steps_of, steps_union,
 };
@@ -614,8 +615,10 @@ pub struct Frame {
     pub knowledge: SequenceKnowledge,
     /// Whether any cell's sequences are known.
     pub lengths_known: bool,
-    /// The order the pipelines run their passes in, as the first stage shows it.
+    /// The order the pipelines run their passes in ([`super::pipeline_order`]).
     pub schedule: PipelineSchedule,
+    /// Under an interleaved schedule, each stage's compute split over its model chunks.
+    pub chunk_shares: ChunkShares,
     /// In step order.
     parts: Vec<Part>,
 }
@@ -779,9 +782,9 @@ pub fn build(job: &Job) -> Frame {
     }
     let (dp_size, stages) = layout(&slots);
     let lengths_known = parts.iter().any(|p| p.cells.seq.known.contains(&true));
-    let first_stage = job.workers.iter().zip(&slots).filter(|(_, slot)| slot.stage == 0).map(|(w, _)| w);
-    let schedule = super::pipeline_order::schedule(first_stage, stages);
-    Frame { steps, slots, stages, dp_size, knowledge, lengths_known, schedule, parts }
+    let placed = job.workers.iter().zip(&slots).map(|(w, slot)| (w, slot.stage));
+    let (schedule, chunk_shares) = super::pipeline_order::schedule(placed, stages);
+    Frame { steps, slots, stages, dp_size, knowledge, lengths_known, schedule, chunk_shares, parts }
 }
 
 /// [`Job::steps`], each core reading the steps of a range of the workers (a read of every

@@ -220,6 +220,11 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
             as f64
             / initiators.len().max(1) as f64;
     let heaviest_stage = factors.stage.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(p, &g)| (p, g));
+    // Each chunk's share of its stage's work, forward and backward alike.
+    let chunks_of = |p: usize| {
+        frame.chunk_shares.of_stage(p).iter().enumerate().map(move |(c, &(f, b))| (c * frame.stages + p, (f + b) / 2.0))
+    };
+    let heaviest_stage_chunks = heaviest_stage.map(|(p, _)| chunks_of(p).collect()).unwrap_or_default();
     let facts = verdict::Facts {
         slowdown,
         shares,
@@ -231,6 +236,7 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
         slowest_worker,
         slow_workers: slow_workers::describe(&slow, job).map(|named| (named, led_by_slow)),
         heaviest_stage,
+        heaviest_stage_chunks,
         fit: ws_fit.as_ref().or(mb_fit.as_ref()),
         whatifs: &whatifs,
         peers_missing: peers_missing.as_deref(),

@@ -1,28 +1,108 @@
-//! Which schedule a pipeline ran, from what its first stage's micro-batches show: under 1F1B a
-//! backward runs between two of its forwards once the pipeline is full (from the `stages`-th
-//! forward on), under GPipe its forwards run back to back. The first stage never waits for a
-//! forward from another stage, so a gap there is its own backward, not a wait.
+//! Which schedule a pipeline ran. Interleaved where every worker of the pipeline ran several
+//! of its stages as model chunks, placed as interleaved 1F1B places them (stage p of P holds
+//! the pipeline's stages p, p + P, …). Else from what its first stage's micro-batches show:
+//! under 1F1B a backward runs between two of its forwards once the pipeline is full (from the
+//! `stages`-th forward on), under GPipe its forwards run back to back. The first stage never
+//! waits for a forward from another stage, so a gap there is its own backward, not a wait.
 
 use crate::model::{MicroBatch, Worker};
 use crate::schedule::PipelineSchedule;
 
-/// The job's schedule: GPipe where most of the first stage's telling pairs of forwards (the
-/// `stages`-th on, by micro-batch id) run back to back, else 1F1B (also when nothing tells: no
-/// pipeline, no pass starts, too few micro-batches). `first_stage`: the workers of the first
-/// stage.
-pub fn schedule<'a>(first_stage: impl Iterator<Item = &'a Worker>, stages: usize) -> PipelineSchedule {
+/// Under an interleaved schedule, how each stage's forward and backward compute splits over its
+/// model chunks (each stage's shares sum to 1 per direction), from its workers' totals: a
+/// micro-batch's pass through one chunk is that share of its whole pass on the stage (the same
+/// data goes through every chunk; the chunks' layers set their shares).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChunkShares {
+    chunks: usize,
+    /// (forward, backward) of stage p's chunk c at `p * chunks + c`.
+    shares: Vec<(f64, f64)>,
+}
+
+impl ChunkShares {
+    /// Stage `stage`'s chunk `chunk`'s (forward, backward) share: 1 when not interleaved.
+    pub fn of(&self, stage: usize, chunk: usize) -> (f64, f64) {
+        if self.chunks <= 1 {
+            return (1.0, 1.0);
+        }
+        let even = 1.0 / self.chunks as f64;
+        self.shares.get(stage * self.chunks + chunk).copied().unwrap_or((even, even))
+    }
+
+    /// Every chunk of every stage an even share: the stages balanced, as moving layers between
+    /// them would (in place: a step's replays reuse their buffers).
+    pub fn even_out(&mut self) {
+        let even = 1.0 / self.chunks.max(1) as f64;
+        self.shares.iter_mut().for_each(|s| *s = (even, even));
+    }
+
+    /// Stage `stage`'s shares, chunk by chunk (empty when not interleaved).
+    pub fn of_stage(&self, stage: usize) -> &[(f64, f64)] {
+        let from = stage.saturating_mul(self.chunks);
+        self.shares.get(from..from.saturating_add(self.chunks)).unwrap_or_default()
+    }
+}
+
+/// The job's schedule, with its chunk shares where it is interleaved ([`interleaved`]); else
+/// GPipe where most of the first stage's telling pairs of forwards (the `stages`-th on, by
+/// micro-batch id) run back to back, else 1F1B (also when nothing tells: no pipeline, no pass
+/// starts, too few micro-batches). `workers`: each worker with its stage.
+pub fn schedule<'a>(
+    workers: impl Iterator<Item = (&'a Worker, usize)> + Clone,
+    stages: usize,
+) -> (PipelineSchedule, ChunkShares) {
     if stages < 2 {
-        return PipelineSchedule::OneFOneB;
+        return (PipelineSchedule::OneFOneB, ChunkShares::default());
+    }
+    if let Some(shares) = interleaved(workers.clone(), stages) {
+        return (PipelineSchedule::Interleaved { chunks: shares.chunks }, shares);
     }
     let (mut back_to_back, mut apart) = (0usize, 0usize);
-    for worker in first_stage {
+    for (worker, _) in workers.filter(|&(_, stage)| stage == 0) {
         for step in &worker.steps {
             let (b, a) = telling_pairs(worker.micro_batches_of(step), stages);
             back_to_back += b;
             apart += a;
         }
     }
-    if back_to_back > apart { PipelineSchedule::Gpipe } else { PipelineSchedule::OneFOneB }
+    let schedule = if back_to_back > apart { PipelineSchedule::Gpipe } else { PipelineSchedule::OneFOneB };
+    (schedule, ChunkShares::default())
+}
+
+/// The chunk shares of an interleaved pipeline: where every worker names the same number (two
+/// or more) of model chunks, stage p's being the pipeline's stages p, p + P, … (other
+/// placements, such as the V-shaped ones of zero-bubble schedules, are not this schedule).
+fn interleaved<'a>(
+    mut workers: impl Iterator<Item = (&'a Worker, usize)> + Clone,
+    stages: usize,
+) -> Option<ChunkShares> {
+    let (first, _) = workers.clone().next()?;
+    let chunks = first.model_chunks.len();
+    if chunks < 2 {
+        return None;
+    }
+    // Per stage and chunk, the summed (forward, backward) of its workers.
+    let mut sums = vec![(0.0f64, 0.0f64); stages * chunks];
+    let placed = workers.all(|(worker, stage)| {
+        worker.model_chunks.len() == chunks
+            && worker.model_chunks.iter().enumerate().all(|(c, chunk)| {
+                let Some(sum) = sums.get_mut(stage * chunks + c) else { return false };
+                sum.0 += chunk.forward as f64;
+                sum.1 += chunk.backward as f64;
+                chunk.stage as usize == c * stages + stage
+            })
+    });
+    if !placed {
+        return None;
+    }
+    for stage in sums.chunks_mut(chunks) {
+        let (forward, backward) = stage.iter().fold((0.0, 0.0), |(f, b), s| (f + s.0, b + s.1));
+        let even = 1.0 / chunks as f64;
+        for s in stage.iter_mut() {
+            *s = (if forward > 0.0 { s.0 / forward } else { even }, if backward > 0.0 { s.1 / backward } else { even });
+        }
+    }
+    Some(ChunkShares { chunks, shares: sums })
 }
 
 /// Of one step's micro-batches on the first stage (sorted by id), the pairs of consecutive
@@ -57,6 +137,29 @@ mod tests {
             ..MicroBatch::default()
         };
         starts.iter().enumerate().map(mb).collect()
+    }
+
+    #[test]
+    fn ranks_that_ran_their_model_chunks_are_an_interleaved_pipeline() {
+        use crate::model::ModelChunk;
+        // Two ranks of a 4-stage pipeline: rank 0 holds stages 0 and 2, rank 1 stages 1 and 3;
+        // stage 3 does three times stage 1's work (forward 10 / 30, backward 20 / 60).
+        let chunk = |stage, work| ModelChunk { stage, forward: work, backward: 2 * work };
+        let worker = |chunks: Vec<ModelChunk>| Worker { model_chunks: chunks, ..Worker::default() };
+        let ranks = [worker(vec![chunk(0, 10), chunk(2, 10)]), worker(vec![chunk(1, 10), chunk(3, 30)])];
+        let (order, shares) = schedule(ranks.iter().zip([0, 1]), 2);
+        assert_eq!(order, PipelineSchedule::Interleaved { chunks: 2 });
+        assert_eq!((shares.of(0, 0), shares.of(1, 1)), ((0.5, 0.5), (0.75, 0.75)));
+        let mut balanced = shares.clone();
+        balanced.even_out();
+        assert_eq!(balanced.of_stage(1), [(0.5, 0.5), (0.5, 0.5)]);
+        // A V-shaped placement (rank 0 holding stages 0 and 3) is another schedule; one stage
+        // per rank is none.
+        let v_shape = [worker(vec![chunk(0, 10), chunk(3, 10)]), worker(vec![chunk(1, 10), chunk(2, 10)])];
+        assert_eq!(schedule(v_shape.iter().zip([0, 1]), 2).0, PipelineSchedule::OneFOneB);
+        let plain = [Worker::default(), Worker::default()];
+        assert_eq!(schedule(plain.iter().zip([0, 1]), 2), (PipelineSchedule::OneFOneB, ChunkShares::default()));
+        assert_eq!(ChunkShares::default().of(1, 0), (1.0, 1.0));
     }
 
     #[test]

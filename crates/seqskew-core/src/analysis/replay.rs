@@ -16,7 +16,7 @@ use std::ops::Range;
 use super::par;
 use super::slots::{DataSize, Slot, StepSlots, Steps};
 use super::stats::{Mean, mean, median};
-use crate::schedule::replay_schedule;
+use crate::schedule::{Pass, replay_schedule};
 
 /// The replayed length of one step. With micro-batch passes and several stages, each
 /// data-parallel replica runs a pipeline under the step's schedule (1F1B or GPipe); every
@@ -35,13 +35,15 @@ pub fn replay_step(step: &StepSlots) -> f64 {
             if column.iter().all(Option::is_some) {
                 // Replay in integer nanoseconds through the shared schedule.
                 let ready: Vec<i64> = column.iter().map(|s| s.map_or(0, |s| s.stall as i64)).collect();
-                let duration = |p: usize, m: usize, backward: bool| -> i64 {
+                // A pass through one model chunk (interleaved) is its share of the whole pass.
+                let duration = |p: usize, pass: Pass| -> i64 {
+                    let (forward, backward) = step.chunk_shares.of(p, pass.chunk);
                     column
                         .get(p)
                         .copied()
                         .flatten()
-                        .and_then(|s| s.passes.get(m))
-                        .map_or(0, |&(f, b)| if backward { b } else { f } as i64)
+                        .and_then(|s| s.passes.get(pass.micro_batch))
+                        .map_or(0, |&(f, b)| (if pass.backward { b * backward } else { f * forward }) as i64)
                 };
                 let timings = replay_schedule(step.schedule, &ready, micro_batches, &duration, 0);
                 for (p, stage) in timings.iter().enumerate() {
@@ -522,6 +524,11 @@ fn restore_into(step: &StepSlots, f: &Factors, base: &Baseline, keep: Restore, o
         out.set_stall_and_tail((p, d), stall, tail);
     }
     out.transfer.clone_from(if keep.transfers { &step.transfer } else { &f.transfer });
+    // An interleaved stage's chunks are stages of the pipeline too: balanced with the stages.
+    out.chunk_shares.clone_from(&step.chunk_shares);
+    if !keep.stage_factors {
+        out.chunk_shares.even_out();
+    }
 }
 
 /// Is the step replayed as pipelines (several stages, several micro-batches)? Otherwise its
@@ -598,6 +605,8 @@ fn median_ops_into(step: &StepSlots, f: &Factors, out: &mut StepSlots) {
         out.set_stall_and_tail(at, 0.0, tail);
     }
     out.transfer.clone_from(&f.transfer);
+    // Each model chunk's pass at the median too: an even share of the median pass.
+    out.chunk_shares.even_out();
 }
 
 /// Each pass's median (forward, backward) across the step's slots, and the tails' median.

@@ -8,6 +8,7 @@
 
 use super::costmodel::Fit;
 use super::frame::Frame;
+use super::pipeline_order::ChunkShares;
 use super::stats::median;
 use crate::model::Nanos;
 use crate::schedule::PipelineSchedule;
@@ -32,6 +33,8 @@ pub struct StepSlots {
     pub measured: f64,
     /// The order each pipeline's stages run their passes in.
     pub schedule: PipelineSchedule,
+    /// Under an interleaved schedule, each stage's compute split over its model chunks.
+    pub chunk_shares: ChunkShares,
 }
 
 /// A slot's own numbers (its passes are apart: see [`StepSlots`]).
@@ -256,6 +259,7 @@ impl Steps for FromFrame<'_> {
         let uniform = first.is_some_and(|n| n > 0 && counts.all(|m| m == n));
         out.reset(stages, dps, if uniform { first.unwrap_or(1) } else { 1 });
         out.schedule = frame.schedule;
+        out.chunk_shares.clone_from(&frame.chunk_shares);
         let mut least = f64::INFINITY;
         // Per stage, its transfer where every slot's collectives carry timestamps.
         let mut measured_transfer: Vec<Option<f64>> = Vec::with_capacity(stages);

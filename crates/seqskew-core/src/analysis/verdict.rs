@@ -31,6 +31,9 @@ pub struct Facts<'a> {
     /// ([`super::slow_workers::describe`]) and the share of steps one of them led.
     pub slow_workers: Option<(String, f64)>,
     pub heaviest_stage: Option<(usize, f64)>,
+    /// Under an interleaved schedule, the heaviest stage's model chunks: each one's pipeline
+    /// stage and its share of the stage's compute (empty otherwise).
+    pub heaviest_stage_chunks: Vec<(usize, f64)>,
     pub fit: Option<&'a Fit>,
     pub whatifs: &'a WhatIfs,
     /// Why time in collectives cannot be split into transfer and waiting, when it cannot
@@ -338,6 +341,27 @@ fn method_title(m: &str) -> &'static str {
     }
 }
 
+/// Repartitioning layers: off the heaviest stage, or, under an interleaved schedule, off the
+/// heaviest of its model chunks (the schedule is already the one that shrinks the bubble).
+fn stage_fix(f: &Facts<'_>) -> String {
+    let (stage, factor) = f.heaviest_stage.unwrap_or((0, 1.0));
+    let chunks = &f.heaviest_stage_chunks;
+    match chunks.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
+        Some(&(heaviest, _)) if chunks.len() >= 2 => {
+            let stages = crate::text::list(&chunks.iter().map(|(s, _)| s.to_string()).collect::<Vec<_>>());
+            let shares = crate::text::list(
+                &chunks.iter().map(|(_, share)| format!("{:.0}%", share * 100.0)).collect::<Vec<_>>(),
+            );
+            format!(
+                "Repartition layers across pipeline stages so each does the same work: rank stage {stage} (it does {factor:.2}× the mean) runs the interleaved pipeline's stages {stages} as model chunks, which do {shares} of its work: move layers off pipeline stage {heaviest}, and give the LM head and loss their own share."
+            )
+        }
+        _ => format!(
+            "Repartition layers across pipeline stages so each does the same work: move layers off stage {stage} (it does {factor:.2}× the mean), give the LM head and loss their own share, or use an interleaved schedule."
+        ),
+    }
+}
+
 /// The fix for the verdict.
 pub fn fix(verdict: &Verdict, f: &Facts<'_>) -> Fix {
     match verdict.primary.as_str() {
@@ -346,14 +370,7 @@ pub fn fix(verdict: &Verdict, f: &Facts<'_>) -> Fix {
             Some((named, _)) => slow_hardware_fix(&format!("{named} are")),
             None => one_slow_worker_fix(f),
         },
-        "pipeline_stage_imbalance" => Fix {
-            summary: format!(
-                "Repartition layers across pipeline stages so each does the same work: move layers off stage {} (it does {:.2}× the mean), give the LM head and loss their own share, or use an interleaved schedule.",
-                f.heaviest_stage.map_or(0, |h| h.0),
-                f.heaviest_stage.map_or(1.0, |h| h.1)
-            ),
-            ..Fix::default()
-        },
+        "pipeline_stage_imbalance" => Fix { summary: stage_fix(f), ..Fix::default() },
         "communication" => Fix {
             summary: "Stabilise the collectives: check the fabric (link errors, congestion from other jobs), NCCL settings (algorithm, channels, IB/GPU-direct), and overlap gradient reduction with backward (bucketing).".into(),
             ..Fix::default()
@@ -465,6 +482,7 @@ mod tests {
             slowest_worker: None,
             slow_workers: None,
             heaviest_stage: None,
+            heaviest_stage_chunks: Vec::new(),
             fit: None,
             whatifs: &whatifs,
             peers_missing: None,
@@ -508,6 +526,7 @@ mod tests {
             slowest_worker: None,
             slow_workers: None,
             heaviest_stage: None,
+            heaviest_stage_chunks: Vec::new(),
             fit: None,
             whatifs: &whatifs,
             peers_missing,
@@ -550,6 +569,7 @@ mod tests {
                 slowest_worker: Some(("rank 1".into(), 1.4)),
                 slow_workers: None,
                 heaviest_stage: None,
+                heaviest_stage_chunks: Vec::new(),
                 fit: None,
                 whatifs: &whatifs,
                 peers_missing: None,
@@ -588,6 +608,7 @@ mod tests {
             slowest_worker: Some(("rank 20".into(), 1.5)),
             slow_workers: Some(("ranks 16–23 (every rank of host node2)".into(), 1.0)),
             heaviest_stage: None,
+            heaviest_stage_chunks: Vec::new(),
             fit: None,
             whatifs: &whatifs,
             peers_missing: None,

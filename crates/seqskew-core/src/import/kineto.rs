@@ -16,7 +16,8 @@ use super::blocked;
 use super::events::{EventPlace, Interest, RawEvent, TraceBuilder};
 use super::json;
 use super::names::{
-    NameCache, collective_op, is_attention, is_backend_collective, is_backward, pipeline_pass, rank_from_file_name,
+    NameCache, PipelinePass, collective_op, is_attention, is_backend_collective, is_backward, pipeline_pass,
+    rank_from_file_name,
 };
 use super::numbers::{digits, leading_digits, list_of_u32, to_nanos, to_u64};
 use super::parser::{vec_bytes, world_size_above_rank};
@@ -24,7 +25,7 @@ use super::timeline::{Piece, bucket, partition, union};
 use super::trace_event::{RawArgs, RawText, Str};
 use crate::diag::{DiagnosticSink, Severity};
 use crate::model::{
-    Collective, CollectiveOp, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep,
+    Collective, CollectiveOp, MicroBatch, ModelChunk, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep,
 };
 
 #[derive(Clone, Copy, Debug)]
@@ -95,6 +96,8 @@ struct PassMark {
     end: Nanos,
     micro_batch: u32,
     backward: bool,
+    /// The pipeline stage it names (several per rank under an interleaved schedule).
+    stage: Option<u32>,
 }
 
 /// The pass annotations, sorted by start: which one a CPU time falls in.
@@ -153,6 +156,9 @@ pub struct KinetoBuilder {
     seqlen_marks: Vec<(Nanos, Vec<u32>)>,
     /// A pipeline schedule's annotations of its passes ([`pipeline_pass`]): the micro-batches.
     passes: Vec<PassMark>,
+    /// Its annotations of the sends and receives that serve a pass, where they are actions of
+    /// their own (not inside the pass's): the thread time of their calls is the pass's.
+    transfers: Vec<PassMark>,
     comm_threads: Vec<i64>,
     /// The distinct groups of ranks its point-to-point calls (pipeline send/recv) went to, each
     /// sorted: the pipeline's stages, when the job is pipeline-parallel.
@@ -265,6 +271,7 @@ impl KinetoBuilder {
             attention: Vec::new(),
             seqlen_marks: Vec::new(),
             passes: Vec::new(),
+            transfers: Vec::new(),
             comm_threads: Vec::new(),
             p2p_groups: Vec::new(),
             saw_point_to_point: false,
@@ -381,8 +388,9 @@ impl KinetoBuilder {
             self.steps.push(StepMark { number: n, start, end });
         } else if let Some(list) = name.strip_prefix("seqlens=") {
             self.seqlen_marks.push((start, lengths_in(list)));
-        } else if let Some((micro_batch, backward)) = pipeline_pass(name) {
-            self.passes.push(PassMark { start, end, micro_batch, backward });
+        } else if let Some(PipelinePass { micro_batch, backward, stage, transfer }) = pipeline_pass(name) {
+            let mark = PassMark { start, end, micro_batch, backward, stage };
+            if transfer { self.transfers.push(mark) } else { self.passes.push(mark) }
         } else if name.starts_with("Optimizer.") {
             self.ops.push(Op { start, end, thread, class: OpClass::Optimizer });
         } else if name.contains("DataLoader") {
@@ -545,7 +553,7 @@ impl KinetoBuilder {
     /// CPU time: ops on every thread, collectives on side threads overlapping compute, and an
     /// op that encloses others counted as waiting where it is blocked on a collective
     /// ([`blocked`]). Takes the ops.
-    fn cpu_time(&mut self, windows: &[(Nanos, Nanos)], passes: &Passes) -> StepTime {
+    fn cpu_time(&mut self, windows: &[(Nanos, Nanos)], passes: &Passes, transfers: &Passes) -> StepTime {
         let ops = std::mem::take(&mut self.ops);
         let has_spans = ops.iter().any(|o| matches!(o.class, OpClass::Collective(_)));
         let mut pieces = Vec::with_capacity(ops.len());
@@ -572,10 +580,10 @@ impl KinetoBuilder {
             OpClass::Comm(_) => !has_spans,
             _ => false,
         };
-        let innermost = ops.iter().zip(&kinds).zip(&enclosing).filter(|(_, encloses)| !**encloses);
-        let computing = innermost.filter(|((_, kind), _)| computes(**kind)).map(|((o, _), _)| (o.start, o.end));
-        let waits =
-            blocked::waits(ops.iter().filter(in_flight).map(|o| (o.start, o.end)).collect(), computing.collect());
+        let waits = blocked::waits(
+            ops.iter().filter(in_flight).map(|o| (o.start, o.end)).collect(),
+            innermost_computing(&ops, &kinds, &enclosing),
+        );
         for ((o, &kind), &encloses) in ops.iter().zip(&kinds).zip(&enclosing) {
             let pass = computes(kind).then(|| passes.at(o.start)).flatten();
             let micro_batch = pass.map(|p| p.micro_batch);
@@ -598,22 +606,26 @@ impl KinetoBuilder {
                 let attention = kind == SpanKind::Attention;
                 list.push(PassPiece { pass, attention, p2p: false, start: o.start, end: o.end });
             }
-            // A pass's own send or receive call holds the training thread while the backend
-            // copies (gloo); where it only waited for the peer, the schedule's replay accounts
-            // for the wait.
-            let held = match o.class {
-                OpClass::Comm(op) if op.is_point_to_point() => passes.at(o.start),
-                _ => None,
-            };
-            if let (Some(pass), Some(list)) = (held, step.and_then(|i| in_passes.get_mut(i))) {
-                let parts = blocked::outside(o.start, o.end, &waits);
-                list.extend(parts.into_iter().map(|(start, end)| PassPiece {
-                    pass,
-                    attention: false,
-                    p2p: true,
-                    start,
-                    end,
-                }));
+        }
+        // A pass holds its thread for all of its annotation but where it waits for its input
+        // from a peer: the interpreter's work between its ops (a good part of a small model's
+        // pass) is the pass's too, and the ops alone miss it. So do the sends and receives the
+        // schedule runs as actions of their own for it. (Sends are asynchronous: a pass does
+        // not wait for them, and their calls stay in flight while it computes.)
+        let receiving = |o: &&Op| {
+            in_flight(o) && matches!(o.class, OpClass::Collective(op) | OpClass::Comm(op) if op == CollectiveOp::Recv)
+        };
+        let computing = innermost_computing(&ops, &kinds, &enclosing);
+        let input_waits = blocked::waits(ops.iter().filter(receiving).map(|o| (o.start, o.end)).collect(), computing);
+        let marks = passes.0.iter().map(|m| (m, false)).chain(transfers.0.iter().map(|m| (m, true)));
+        for (&pass, p2p) in marks {
+            if let Some(list) = step_of(pass.start).and_then(|i| in_passes.get_mut(i)) {
+                let held = blocked::outside(pass.start, pass.end, &input_waits);
+                // In the step's timeline too: that time computed (or sent), it was no stall.
+                let kind = if p2p { SpanKind::Communication } else { SpanKind::Compute };
+                let micro_batch = (!p2p).then_some(pass.micro_batch);
+                pieces.extend(held.iter().map(|&(start, end)| Piece { start, end, kind, micro_batch }));
+                list.extend(held.into_iter().map(|(start, end)| PassPiece { pass, attention: false, p2p, start, end }));
             }
         }
         StepTime { windows: windows.to_vec(), pieces, collectives, passes: in_passes }
@@ -699,6 +711,36 @@ fn computes(kind: SpanKind) -> bool {
 fn covered(intervals: Vec<(Nanos, Nanos)>) -> Nanos {
     // Saturating: times come from the input, and absurd ones must not wrap around.
     union(intervals).into_iter().fold(0, |total: Nanos, (start, end)| total.saturating_add(end.saturating_sub(start)))
+}
+
+/// The intervals of the ops that compute and enclose no other op.
+fn innermost_computing(ops: &[Op], kinds: &[SpanKind], enclosing: &[bool]) -> Vec<(Nanos, Nanos)> {
+    let innermost = ops.iter().zip(kinds).zip(enclosing).filter(|(_, encloses)| !**encloses);
+    innermost.filter(|((_, kind), _)| computes(**kind)).map(|((o, _), _)| (o.start, o.end)).collect()
+}
+
+/// The compute of each pipeline stage the passes name, over all steps, where a rank ran two or
+/// more (an interleaved schedule's model chunks): none otherwise.
+fn model_chunks(steps: &[Vec<PassPiece>]) -> Vec<ModelChunk> {
+    let mut by_stage: BTreeMap<u32, ModelChunk> = BTreeMap::new();
+    let key = |p: &&PassPiece| (p.pass.stage, p.pass.backward);
+    for pieces in steps {
+        let mut computing: Vec<&PassPiece> = pieces.iter().filter(|p| !p.p2p && p.pass.stage.is_some()).collect();
+        computing.sort_unstable_by_key(key);
+        for group in computing.chunk_by(|a, b| key(a) == key(b)) {
+            let Some((stage, backward)) = group.first().and_then(|p| Some((p.pass.stage?, p.pass.backward))) else {
+                continue;
+            };
+            let time = covered(group.iter().map(|p| (p.start, p.end)).collect());
+            let chunk = by_stage.entry(stage).or_insert(ModelChunk { stage, ..ModelChunk::default() });
+            let total = if backward { &mut chunk.backward } else { &mut chunk.forward };
+            *total = total.saturating_add(time);
+        }
+    }
+    if by_stage.len() < 2 {
+        return Vec::new();
+    }
+    by_stage.into_values().collect()
 }
 
 /// What a step reveals of its sequences: its `seqlens=` marks and its forward attention calls.
@@ -964,6 +1006,7 @@ impl TraceBuilder for KinetoBuilder {
             vec_bytes(&self.attention),
             vec_bytes(&self.seqlen_marks),
             vec_bytes(&self.passes),
+            vec_bytes(&self.transfers),
         ]
         .iter()
         .sum()
@@ -1053,16 +1096,18 @@ impl TraceBuilder for KinetoBuilder {
         // The raw events are taken as each is used, so that a large file's peak memory is not
         // all of them beside the steps made from them (the browser's workers keep their peak).
         let passes = Passes::new(std::mem::take(&mut self.passes));
+        let transfers = Passes::new(std::mem::take(&mut self.transfers));
         let calls = self.sequences(&cpu, &passes);
         let on_gpu = !self.kernels.is_empty();
         let cpu_windows: Vec<(Nanos, Nanos)> = cpu.iter().map(|s| (s.start, s.end)).collect();
         let StepTime { windows, pieces, mut collectives, passes: mut in_passes } =
-            if on_gpu { self.gpu_windows(&cpu, &passes) } else { self.cpu_time(&cpu_windows, &passes) };
+            if on_gpu { self.gpu_windows(&cpu, &passes) } else { self.cpu_time(&cpu_windows, &passes, &transfers) };
         let mut order: Vec<usize> = (0..windows.len()).collect();
         order.sort_by_key(|&i| windows.get(i).copied());
         let sorted_windows: Vec<(Nanos, Nanos)> = order.iter().filter_map(|&i| windows.get(i).copied()).collect();
         let buckets = bucket(&sorted_windows, &pieces);
         drop(pieces);
+        let model_chunks = model_chunks(&in_passes);
         // In time order, so each step finds its marks by bisection (the lengths are sorted later).
         self.seqlen_marks.sort_by_key(|(t, _)| *t);
         let mut steps = Vec::with_capacity(cpu.len());
@@ -1125,6 +1170,7 @@ impl TraceBuilder for KinetoBuilder {
             pipeline_group,
             host: self.host.clone(),
             source: self.file.clone(),
+            model_chunks,
             ..Worker::default()
         };
         for (step, micro_batches, collectives) in steps {

@@ -235,22 +235,40 @@ fn split_tokens(label: &str) -> Vec<String> {
     label.split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| !t.is_empty()).map(str::to_ascii_lowercase).collect()
 }
 
-/// A pipeline schedule's pass of one micro-batch, as its `record_function` annotation names it:
-/// (micro-batch, whether it is a backward pass). `torch.distributed.pipelining` wraps each pass
-/// in one: `Forward 3` and `Backward 3` in its single-stage schedules (GPipe, 1F1B), and
-/// `PP:{stage}{action}{micro-batch}` in the runtime of the others (`PP:1F3`; `B` a whole
-/// backward, `I` and `W` its two halves where the schedule splits it). Its sends, receives and
-/// sharding actions (`PP:1SEND_F3`) are not passes.
-pub fn pipeline_pass(name: &str) -> Option<(u32, bool)> {
+/// A pipeline schedule's pass of one micro-batch, as its `record_function` annotation names it.
+/// `torch.distributed.pipelining` wraps each pass in one: `Forward 3` and `Backward 3` in its
+/// single-stage schedules (GPipe, 1F1B), and `PP:{stage}{action}{micro-batch}` in the runtime of
+/// the others (`PP:1F3`; `B` a whole backward, `I` and `W` its two halves where the schedule
+/// splits it), whose stage is the pipeline's (a rank holds several under an interleaved
+/// schedule: rank r of P the stages r, r + P, …). That runtime also wraps the sends and
+/// receives that serve a pass in actions of their own (`PP:1SEND_F3`, `PP:2RECV_B0`): those are
+/// the pass's `transfer`s. Its waits and sharding actions (`PP:1WAIT_SEND_F3`, `PP:1UNSHARD`) are
+/// neither.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PipelinePass {
+    pub micro_batch: u32,
+    pub backward: bool,
+    /// The pipeline stage the annotation names (the `PP:` forms only).
+    pub stage: Option<u32>,
+    /// A send or receive for the pass, not the pass.
+    pub transfer: bool,
+}
+
+pub fn pipeline_pass(name: &str) -> Option<PipelinePass> {
     let number = |digits: &str| digits.bytes().all(|b| b.is_ascii_digit()).then(|| digits.parse().ok()).flatten();
-    if let Some(action) = name.strip_prefix("PP:") {
-        let action = action.trim_start_matches(|c: char| c.is_ascii_digit());
-        let backward = match action.as_bytes().first()? {
-            b'F' => false,
-            b'B' | b'I' | b'W' => true,
+    if let Some(stage_and_action) = name.strip_prefix("PP:") {
+        let action = stage_and_action.trim_start_matches(|c: char| c.is_ascii_digit());
+        let stage = stage_and_action.get(..stage_and_action.len() - action.len()).and_then(number);
+        let (transfer, action) = match action.strip_prefix("SEND_").or_else(|| action.strip_prefix("RECV_")) {
+            Some(pass) => (true, pass),
+            None => (false, action),
+        };
+        let backward = match (action.as_bytes().first()?, transfer) {
+            (b'F', _) => false,
+            (b'B', _) | (b'I' | b'W', false) => true,
             _ => return None,
         };
-        return Some((number(action.get(1..)?)?, backward));
+        return Some(PipelinePass { micro_batch: number(action.get(1..)?)?, backward, stage, transfer });
     }
     let (pass, micro_batch) = name.split_once(' ')?;
     let backward = match pass {
@@ -258,7 +276,7 @@ pub fn pipeline_pass(name: &str) -> Option<(u32, bool)> {
         "Backward" => true,
         _ => return None,
     };
-    Some((number(micro_batch)?, backward))
+    Some(PipelinePass { micro_batch: number(micro_batch)?, backward, stage: None, transfer: false })
 }
 
 /// The rank a file name carries (`rank3.pt.trace.json.gz`, `rank-3.json`, `trace_rank_12.json`).
@@ -312,17 +330,21 @@ mod tests {
     #[test]
     fn pipeline_passes_by_name() {
         for (name, pass) in [
-            ("Forward 0", Some((0, false))),
-            ("Backward 12", Some((12, true))),
-            ("PP:0F3", Some((3, false))),
-            ("PP:12B7", Some((7, true))),
-            ("PP:1I0", Some((0, true))),
-            ("PP:1W0", Some((0, true))),
-            ("PP:1SEND_F3", None),
-            ("PP:1RECV_B3", None),
+            ("Forward 0", Some((0, false, None, false))),
+            ("Backward 12", Some((12, true, None, false))),
+            ("PP:0F3", Some((3, false, Some(0), false))),
+            ("PP:12B7", Some((7, true, Some(12), false))),
+            ("PP:1I0", Some((0, true, Some(1), false))),
+            ("PP:1W0", Some((0, true, Some(1), false))),
+            ("PP:1SEND_F3", Some((3, false, Some(1), true))),
+            ("PP:2RECV_B0", Some((0, true, Some(2), true))),
+            ("PP:1WAIT_SEND_F3", None),
+            ("PP:1SEND_W3", None),
             ("PP:1UNSHARD", None),
+            ("PP:1REDUCE_GRAD", None),
             ("PP:1F", None),
-            ("PP:F3", Some((3, false))),
+            ("PP:F3", Some((3, false, None, false))),
+            ("PP:99999999999F3", Some((3, false, None, false))),
             ("Forward", None),
             ("Forward x", None),
             ("Forward -1", None),
@@ -332,7 +354,13 @@ mod tests {
             ("forward 1", None),
             ("ProfilerStep#4", None),
         ] {
-            assert_eq!(pipeline_pass(name), pass, "{name}");
+            let expected = pass.map(|(micro_batch, backward, stage, transfer)| PipelinePass {
+                micro_batch,
+                backward,
+                stage,
+                transfer,
+            });
+            assert_eq!(pipeline_pass(name), expected, "{name}");
         }
     }
 
