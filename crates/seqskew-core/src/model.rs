@@ -49,7 +49,7 @@ pub struct Worker {
     /// by stage, with the compute of each over all its steps (rank r of P holds stages r,
     /// r + P, …: Megatron-LM's virtual pipeline, `torch.distributed.pipelining`'s
     /// `ScheduleInterleaved1F1B`). Empty when its input names at most one stage per worker.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub model_chunks: Vec<ModelChunk>,
 }
 

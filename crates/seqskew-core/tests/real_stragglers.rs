@@ -40,14 +40,16 @@ fn imports_of(case: &str) -> Vec<FileImport> {
 }
 
 /// The cases that are pipelines (`torch.distributed.pipelining`), with their layout (dp, pp) and
-/// the schedule they ran (make_fixtures.py): `ScheduleGPipe`, one stage per rank, or
-/// `ScheduleInterleaved1F1B`, two stages per rank.
-const PIPELINES: [(&str, (usize, usize), PipelineSchedule); 5] = [
+/// the schedule the replay runs them in (make_fixtures.py): `ScheduleGPipe`, one stage per rank;
+/// `ScheduleInterleaved1F1B`, two stages per rank; `ScheduleZBVZeroBubble`, two stages per rank
+/// placed in a V, which the replay does not know and runs as 1F1B.
+const PIPELINES: [(&str, (usize, usize), PipelineSchedule); 6] = [
     ("heavy_last_stage", (1, 2), PipelineSchedule::Gpipe),
     ("pipeline_seqlen", (1, 2), PipelineSchedule::Gpipe),
     ("dp_pp_heavy_stage", (2, 2), PipelineSchedule::Gpipe),
     ("interleaved_heavy_stage", (1, 2), PipelineSchedule::Interleaved { chunks: 2 }),
     ("interleaved_balanced", (1, 2), PipelineSchedule::Interleaved { chunks: 2 }),
+    ("zbv_heavy_stage", (1, 2), PipelineSchedule::OneFOneB),
 ];
 
 #[test]
@@ -73,17 +75,30 @@ fn real_cpu_jobs_get_the_verdict_they_were_made_for() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 13);
+    assert_eq!(checked, 14);
 }
 
 /// Each pipeline is replayed in the schedule it ran: GPipe's first stage runs its forwards back
 /// to back (not the 1F1B most pipelines run); an interleaved rank's passes name two stages each.
+/// A V-shaped placement is no schedule the replay knows, and the frame says so.
 #[test]
 fn real_pipelines_are_replayed_in_the_schedule_they_ran() {
     for (case, _, schedule) in PIPELINES {
         let frame = frame::build(&assemble(&imports_of(case)).job);
-        assert_eq!(frame.schedule, schedule, "{case}");
+        assert_eq!((frame.schedule, frame.unknown_placement), (schedule, case.starts_with("zbv")), "{case}");
     }
+}
+
+/// A schedule the replay does not know (ZBV's V-shaped placement: rank 0 holds stages 0 and 3)
+/// is said to be approximated, the verdict kept; the fix still names the heavy model chunk.
+#[test]
+fn a_v_shaped_pipeline_is_said_to_be_replayed_approximately() {
+    let report = report_of("zbv_heavy_stage");
+    let said = report.verdict.to_confirm.unwrap_or_default();
+    assert!(said.contains("a V-shape") && said.contains("the slowdown and its shares are approximate"), "{said}");
+    let fix = &report.fix.summary;
+    assert!(fix.contains("stages 0 and 3 as model chunks") && fix.contains("off pipeline stage 3"), "{fix}");
+    assert!(report_of("interleaved_heavy_stage").verdict.to_confirm.is_none());
 }
 
 /// Under an interleaved schedule, the fix moves layers off the heavy model chunk, not off a

@@ -9,7 +9,7 @@
 use std::ops::Range;
 
 use super::par;
-use super::pipeline_order::ChunkShares;
+use super::pipeline_order::{ChunkShares, Order};
 use crate::model::{
     Job, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep, steps_of, steps_union,
 };
@@ -619,6 +619,9 @@ pub struct Frame {
     pub schedule: PipelineSchedule,
     /// Under an interleaved schedule, each stage's compute split over its model chunks.
     pub chunk_shares: ChunkShares,
+    /// The workers ran several stages each in a placement the replay does not know
+    /// ([`Order::unknown_placement`]).
+    pub unknown_placement: bool,
     /// In step order.
     parts: Vec<Part>,
 }
@@ -783,8 +786,8 @@ pub fn build(job: &Job) -> Frame {
     let (dp_size, stages) = layout(&slots);
     let lengths_known = parts.iter().any(|p| p.cells.seq.known.contains(&true));
     let placed = job.workers.iter().zip(&slots).map(|(w, slot)| (w, slot.stage));
-    let (schedule, chunk_shares) = super::pipeline_order::schedule(placed, stages);
-    Frame { steps, slots, stages, dp_size, knowledge, lengths_known, schedule, chunk_shares, parts }
+    let Order { schedule, chunk_shares, unknown_placement } = super::pipeline_order::schedule(placed, stages);
+    Frame { steps, slots, stages, dp_size, knowledge, lengths_known, schedule, chunk_shares, unknown_placement, parts }
 }
 
 /// [`Job::steps`], each core reading the steps of a range of the workers (a read of every

@@ -220,11 +220,9 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
             as f64
             / initiators.len().max(1) as f64;
     let heaviest_stage = factors.stage.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(p, &g)| (p, g));
-    // Each chunk's share of its stage's work, forward and backward alike.
-    let chunks_of = |p: usize| {
-        frame.chunk_shares.of_stage(p).iter().enumerate().map(move |(c, &(f, b))| (c * frame.stages + p, (f + b) / 2.0))
-    };
-    let heaviest_stage_chunks = heaviest_stage.map(|(p, _)| chunks_of(p).collect()).unwrap_or_default();
+    let placed = || job.workers.iter().zip(&frame.slots).map(|(w, slot)| (w, slot.stage));
+    let heaviest_stage_chunks =
+        heaviest_stage.map(|(p, _)| pipeline_order::chunks_of_stage(placed(), p)).unwrap_or_default();
     let facts = verdict::Facts {
         slowdown,
         shares,
@@ -241,6 +239,7 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
         whatifs: &whatifs,
         peers_missing: peers_missing.as_deref(),
         unseen_micro_batches: (frame.stages > 1 && !frame.has_micro_batches()).then_some(replay_fidelity),
+        unknown_placement: frame.unknown_placement.then_some(replay_fidelity),
         ranks_not_loaded: report::larger_world(job.workers.len(), job.world_size()).is_some(),
     };
     let verdict = verdict::decide(&facts);

@@ -5,6 +5,8 @@
 //! `stages`-th forward on), under GPipe its forwards run back to back. The first stage never
 //! waits for a forward from another stage, so a gap there is its own backward, not a wait.
 
+use std::collections::BTreeMap;
+
 use crate::model::{MicroBatch, Worker};
 use crate::schedule::PipelineSchedule;
 
@@ -35,30 +37,52 @@ impl ChunkShares {
         let even = 1.0 / self.chunks.max(1) as f64;
         self.shares.iter_mut().for_each(|s| *s = (even, even));
     }
-
-    /// Stage `stage`'s shares, chunk by chunk (empty when not interleaved).
-    pub fn of_stage(&self, stage: usize) -> &[(f64, f64)] {
-        let from = stage.saturating_mul(self.chunks);
-        self.shares.get(from..from.saturating_add(self.chunks)).unwrap_or_default()
-    }
 }
 
-/// The job's schedule, with its chunk shares where it is interleaved ([`interleaved`]); else
-/// GPipe where most of the first stage's telling pairs of forwards (the `stages`-th on, by
-/// micro-batch id) run back to back, else 1F1B (also when nothing tells: no pipeline, no pass
-/// starts, too few micro-batches). `workers`: each worker with its stage.
-pub fn schedule<'a>(
-    workers: impl Iterator<Item = (&'a Worker, usize)> + Clone,
-    stages: usize,
-) -> (PipelineSchedule, ChunkShares) {
-    if stages < 2 {
-        return (PipelineSchedule::OneFOneB, ChunkShares::default());
+/// The model chunks the workers of stage `stage` ran (under any placement), each as its pipeline
+/// stage and its share of their compute, forward and backward together; sorted by pipeline
+/// stage. Empty where they ran one stage each.
+pub fn chunks_of_stage<'a>(workers: impl Iterator<Item = (&'a Worker, usize)>, stage: usize) -> Vec<(usize, f64)> {
+    let mut work: BTreeMap<usize, f64> = BTreeMap::new();
+    for (worker, _) in workers.filter(|&(_, s)| s == stage) {
+        for chunk in &worker.model_chunks {
+            *work.entry(chunk.stage as usize).or_default() += chunk.forward.saturating_add(chunk.backward) as f64;
+        }
     }
-    if let Some(shares) = interleaved(workers.clone(), stages) {
-        return (PipelineSchedule::Interleaved { chunks: shares.chunks }, shares);
+    let total: f64 = work.values().sum();
+    if work.len() < 2 || total <= 0.0 {
+        return Vec::new();
+    }
+    work.into_iter().map(|(s, w)| (s, w / total)).collect()
+}
+
+/// The schedule a job's pipelines ran, as the replay runs it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Order {
+    pub schedule: PipelineSchedule,
+    /// Under an interleaved schedule, each stage's compute split over its model chunks.
+    pub chunk_shares: ChunkShares,
+    /// The workers ran several pipeline stages each, placed otherwise than interleaved 1F1B
+    /// places them (V-shaped, as zero-bubble and DualPipe schedules do): the replay runs each
+    /// worker as one stage, its stages' passes summed, which approximates that schedule.
+    pub unknown_placement: bool,
+}
+
+/// The job's schedule: interleaved where every worker ran its model chunks as interleaved 1F1B
+/// places them ([`interleaved`]); else GPipe where most of the first stage's telling pairs of
+/// forwards (the `stages`-th on, by micro-batch id) run back to back, else 1F1B (also when
+/// nothing tells: no pipeline, no pass starts, too few micro-batches). `workers`: each worker
+/// with its stage.
+pub fn schedule<'a>(workers: impl Iterator<Item = (&'a Worker, usize)> + Clone, stages: usize) -> Order {
+    if stages < 2 {
+        return Order::default();
+    }
+    if let Some(chunk_shares) = interleaved(workers.clone(), stages) {
+        let schedule = PipelineSchedule::Interleaved { chunks: chunk_shares.chunks };
+        return Order { schedule, chunk_shares, unknown_placement: false };
     }
     let (mut back_to_back, mut apart) = (0usize, 0usize);
-    for (worker, _) in workers.filter(|&(_, stage)| stage == 0) {
+    for (worker, _) in workers.clone().filter(|&(_, stage)| stage == 0) {
         for step in &worker.steps {
             let (b, a) = telling_pairs(worker.micro_batches_of(step), stages);
             back_to_back += b;
@@ -66,7 +90,8 @@ pub fn schedule<'a>(
         }
     }
     let schedule = if back_to_back > apart { PipelineSchedule::Gpipe } else { PipelineSchedule::OneFOneB };
-    (schedule, ChunkShares::default())
+    let unknown_placement = workers.clone().any(|(w, _)| !w.model_chunks.is_empty());
+    Order { schedule, chunk_shares: ChunkShares::default(), unknown_placement }
 }
 
 /// The chunk shares of an interleaved pipeline: where every worker names the same number (two
@@ -147,18 +172,23 @@ mod tests {
         let chunk = |stage, work| ModelChunk { stage, forward: work, backward: 2 * work };
         let worker = |chunks: Vec<ModelChunk>| Worker { model_chunks: chunks, ..Worker::default() };
         let ranks = [worker(vec![chunk(0, 10), chunk(2, 10)]), worker(vec![chunk(1, 10), chunk(3, 30)])];
-        let (order, shares) = schedule(ranks.iter().zip([0, 1]), 2);
-        assert_eq!(order, PipelineSchedule::Interleaved { chunks: 2 });
+        let Order { schedule: order, chunk_shares: shares, unknown_placement } = schedule(ranks.iter().zip([0, 1]), 2);
+        assert_eq!((order, unknown_placement), (PipelineSchedule::Interleaved { chunks: 2 }, false));
         assert_eq!((shares.of(0, 0), shares.of(1, 1)), ((0.5, 0.5), (0.75, 0.75)));
         let mut balanced = shares.clone();
         balanced.even_out();
-        assert_eq!(balanced.of_stage(1), [(0.5, 0.5), (0.5, 0.5)]);
-        // A V-shaped placement (rank 0 holding stages 0 and 3) is another schedule; one stage
-        // per rank is none.
+        assert_eq!(balanced.of(1, 1), (0.5, 0.5));
+        // Stage 1's chunks: pipeline stages 1 and 3, a quarter and three quarters of its work.
+        assert_eq!(chunks_of_stage(ranks.iter().zip([0, 1]), 1), [(1, 0.25), (3, 0.75)]);
+        assert_eq!(chunks_of_stage(ranks.iter().zip([0, 1]), 2), []);
+        // A V-shaped placement (rank 0 holding stages 0 and 3) is another schedule, which the
+        // replay does not know, and says so; one stage per rank is no interleaving.
         let v_shape = [worker(vec![chunk(0, 10), chunk(3, 10)]), worker(vec![chunk(1, 10), chunk(2, 10)])];
-        assert_eq!(schedule(v_shape.iter().zip([0, 1]), 2).0, PipelineSchedule::OneFOneB);
+        let v_order = schedule(v_shape.iter().zip([0, 1]), 2);
+        assert_eq!((v_order.schedule, v_order.unknown_placement), (PipelineSchedule::OneFOneB, true));
+        assert_eq!(chunks_of_stage(v_shape.iter().zip([0, 1]), 0), [(0, 0.5), (3, 0.5)]);
         let plain = [Worker::default(), Worker::default()];
-        assert_eq!(schedule(plain.iter().zip([0, 1]), 2), (PipelineSchedule::OneFOneB, ChunkShares::default()));
+        assert_eq!(schedule(plain.iter().zip([0, 1]), 2), Order::default());
         assert_eq!(ChunkShares::default().of(1, 0), (1.0, 1.0));
     }
 

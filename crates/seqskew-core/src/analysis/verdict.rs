@@ -31,8 +31,8 @@ pub struct Facts<'a> {
     /// ([`super::slow_workers::describe`]) and the share of steps one of them led.
     pub slow_workers: Option<(String, f64)>,
     pub heaviest_stage: Option<(usize, f64)>,
-    /// Under an interleaved schedule, the heaviest stage's model chunks: each one's pipeline
-    /// stage and its share of the stage's compute (empty otherwise).
+    /// Where its ranks ran several stages of the pipeline, the heaviest stage's model chunks:
+    /// each one's pipeline stage and its share of the stage's compute (empty otherwise).
     pub heaviest_stage_chunks: Vec<(usize, f64)>,
     pub fit: Option<&'a Fit>,
     pub whatifs: &'a WhatIfs,
@@ -42,6 +42,10 @@ pub struct Facts<'a> {
     /// When the job is a pipeline whose traces name no micro-batches (so each stage is replayed
     /// as one pass a step): the share of the measured step the replay reproduces.
     pub unseen_micro_batches: Option<f64>,
+    /// Where the ranks ran several pipeline stages in a placement the replay does not know
+    /// ([`super::pipeline_order::Order::unknown_placement`]): how much of the measured step the
+    /// replay reproduces.
+    pub unknown_placement: Option<f64>,
     /// The traces say the job had more ranks than were loaded (`world_size`): one of those may
     /// be the rank the loaded ones wait for.
     pub ranks_not_loaded: bool,
@@ -112,17 +116,25 @@ pub fn decide(f: &Facts<'_>) -> Verdict {
             "Straggling was looked for among the loaded ranks alone ({why}): a rank that is not here may be the one the others wait for. Analyse every rank's trace together."
         ));
     }
-    if let Some(reproduced) = f.unseen_micro_batches {
+    // What the replay could not see: a balanced verdict is then only a low-confidence one.
+    let caveats = [f.unseen_micro_batches.map(name_the_micro_batches), f.unknown_placement.map(unknown_placement)];
+    for advice in caveats.into_iter().flatten() {
         if verdict.primary == "balanced" {
             verdict.confidence = "low".into();
         }
-        let advice = name_the_micro_batches(reproduced);
         verdict.to_confirm = Some(match verdict.to_confirm.take() {
             Some(first) => format!("{first} {advice}"),
             None => advice,
         });
     }
     verdict
+}
+
+fn unknown_placement(reproduced: f64) -> String {
+    format!(
+        "Each rank ran several pipeline stages, placed otherwise than interleaved 1F1B places them (rank r of P holding stages r, r + P, …): a V-shape, as ScheduleZBVZeroBubble and DualPipeV place them. The replay knows no such schedule and runs each rank as one stage in 1F1B order, its stages' passes summed (it reproduces {:.0}% of the measured step): the slowdown and its shares are approximate.",
+        reproduced * 100.0
+    )
 }
 
 /// What would show a pipeline's micro-batches, whose traces name none.
@@ -341,8 +353,9 @@ fn method_title(m: &str) -> &'static str {
     }
 }
 
-/// Repartitioning layers: off the heaviest stage, or, under an interleaved schedule, off the
-/// heaviest of its model chunks (the schedule is already the one that shrinks the bubble).
+/// Repartitioning layers: off the heaviest stage, or, where its ranks run several stages of the
+/// pipeline (interleaved or V-shaped schedules), off the heaviest of those model chunks (the
+/// schedule already shrinks the bubble).
 fn stage_fix(f: &Facts<'_>) -> String {
     let (stage, factor) = f.heaviest_stage.unwrap_or((0, 1.0));
     let chunks = &f.heaviest_stage_chunks;
@@ -353,7 +366,7 @@ fn stage_fix(f: &Facts<'_>) -> String {
                 &chunks.iter().map(|(_, share)| format!("{:.0}%", share * 100.0)).collect::<Vec<_>>(),
             );
             format!(
-                "Repartition layers across pipeline stages so each does the same work: rank stage {stage} (it does {factor:.2}× the mean) runs the interleaved pipeline's stages {stages} as model chunks, which do {shares} of its work: move layers off pipeline stage {heaviest}, and give the LM head and loss their own share."
+                "Repartition layers across pipeline stages so each does the same work: rank stage {stage} (it does {factor:.2}× the mean) runs the pipeline's stages {stages} as model chunks, which do {shares} of its work: move layers off pipeline stage {heaviest}, and give the LM head and loss their own share."
             )
         }
         _ => format!(
@@ -487,6 +500,7 @@ mod tests {
             whatifs: &whatifs,
             peers_missing: None,
             unseen_micro_batches: unseen,
+            unknown_placement: None,
             ranks_not_loaded: false,
         };
         let transfers = [0.0, 0.0, 0.0, 0.0, 1.0];
@@ -497,6 +511,11 @@ mod tests {
         let advice = unseen.to_confirm.unwrap_or_default();
         assert!(advice.contains("(the replay reproduces 61% of the measured step)"), "{advice}");
         assert!(advice.contains("record_function(\"Forward N\")"), "{advice}");
+        // Stages in a placement the replay does not know: said the same way.
+        let v_shaped = decide(&Facts { unknown_placement: Some(0.8), ..facts(1.03, transfers, None) });
+        assert_eq!((v_shaped.primary.as_str(), v_shaped.confidence.as_str()), ("balanced", "low"));
+        let said = v_shaped.to_confirm.unwrap_or_default();
+        assert!(said.contains("a V-shape") && said.contains("(it reproduces 80% of the measured step)"), "{said}");
         // A straggling pipeline keeps its verdict and confidence, with the same advice.
         let (straggling, as_seen) = (decide(&facts(1.5, transfers, Some(0.61))), decide(&facts(1.5, transfers, None)));
         assert_eq!((&straggling.primary, &straggling.confidence), (&as_seen.primary, &as_seen.confidence));
@@ -531,6 +550,7 @@ mod tests {
             whatifs: &whatifs,
             peers_missing,
             unseen_micro_batches: None,
+            unknown_placement: None,
             ranks_not_loaded,
         };
         let partial = decide(&facts(Some("only 1 of the job's 8 ranks is loaded"), true));
@@ -574,6 +594,7 @@ mod tests {
                 whatifs: &whatifs,
                 peers_missing: None,
                 unseen_micro_batches: None,
+                unknown_placement: None,
                 ranks_not_loaded: false,
             };
             let verdict = decide(&facts);
@@ -613,6 +634,7 @@ mod tests {
             whatifs: &whatifs,
             peers_missing: None,
             unseen_micro_batches: None,
+            unknown_placement: None,
             ranks_not_loaded: false,
         };
         let known = decide(&facts(true));
