@@ -75,7 +75,7 @@ fn real_cpu_jobs_get_the_verdict_they_were_made_for() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 14);
+    assert_eq!(checked, 15);
 }
 
 /// Each pipeline is replayed in the schedule it ran: GPipe's first stage runs its forwards back
@@ -99,6 +99,19 @@ fn a_v_shaped_pipeline_is_said_to_be_replayed_approximately() {
     let fix = &report.fix.summary;
     assert!(fix.contains("stages 0 and 3 as model chunks") && fix.contains("off pipeline stage 3"), "{fix}");
     assert!(report_of("interleaved_heavy_stage").verdict.to_confirm.is_none());
+}
+
+/// A mixture-of-experts job whose hot expert moves from rank to rank, its lengths even: no
+/// sequence-length imbalance (the lengths say so), no slow worker (the busiest rank rotates), and
+/// no cause the diagnosis has; it says so, and names routing as what to check.
+#[test]
+fn a_hot_expert_is_no_sequence_length_imbalance_and_is_named_as_what_to_check() {
+    let report = report_of("moe_hot_expert");
+    assert_eq!((report.verdict.primary.as_str(), report.verdict.confidence.as_str()), ("inconclusive", "low"));
+    assert!(report.verdict.headline.contains("not with the sequences the workers drew"), "{}", report.verdict.headline);
+    let asked = report.verdict.to_confirm.unwrap_or_default();
+    assert!(asked.contains("mixture-of-experts router"), "{asked}");
+    assert!(report.slow_workers.is_empty());
 }
 
 /// Under an interleaved schedule, the fix moves layers off the heavy model chunk, not off a

@@ -256,7 +256,7 @@ const SLOW_WITHOUT_LENGTHS: &str = "Without sequence lengths, ranks that were al
 
 fn confirm_text(lengths_known: bool) -> String {
     if lengths_known {
-        "Check that the recorded lengths are the ones each rank computed on (e.g. after packing), or write a step log with each micro-batch's lengths (docs/formats.md).".into()
+        "Something other than the recorded lengths decides how much each rank computes in a step. A mixture-of-experts router that sends more tokens to the experts one rank holds does this (check the tokens each expert received, step by step: the busiest rank should hold the busiest expert); so do inputs of other shapes (images, generated outputs of varying length), and lengths recorded before packing (check that they are the ones each rank computed on, or write a step log with each micro-batch's lengths, docs/formats.md).".into()
     } else {
         "Record sequence lengths to confirm: profile with record_shapes=True, add record_function(\"seqlens=...\") per micro-batch, or write a step log (docs/formats.md).".into()
     }
