@@ -75,7 +75,7 @@ fn real_cpu_jobs_get_the_verdict_they_were_made_for() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 15);
+    assert_eq!(checked, 17);
 }
 
 /// Each pipeline is replayed in the schedule it ran: GPipe's first stage runs its forwards back
