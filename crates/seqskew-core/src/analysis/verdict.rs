@@ -132,7 +132,7 @@ pub fn decide(f: &Facts<'_>) -> Verdict {
 
 fn unknown_placement(reproduced: f64) -> String {
     format!(
-        "Each rank ran several pipeline stages, placed otherwise than interleaved 1F1B places them (rank r of P holding stages r, r + P, …): a V-shape, as ScheduleZBVZeroBubble and DualPipeV place them. The replay knows no such schedule and runs each rank as one stage in 1F1B order, its stages' passes summed (it reproduces {:.0}% of the measured step): the slowdown and its shares are approximate.",
+        "Each rank ran several pipeline stages, placed otherwise than interleaved 1F1B places them (rank r of P holding stages r, r + P, …), such as in a V-shape, as ScheduleZBVZeroBubble and DualPipeV place them. The replay knows no such schedule and runs each rank as one stage in 1F1B order, its stages' passes summed (it reproduces {:.0}% of the measured step): the slowdown and its shares are approximate.",
         reproduced * 100.0
     )
 }
@@ -366,7 +366,7 @@ fn stage_fix(f: &Facts<'_>) -> String {
                 &chunks.iter().map(|(_, share)| format!("{:.0}%", share * 100.0)).collect::<Vec<_>>(),
             );
             format!(
-                "Repartition layers across pipeline stages so each does the same work: rank stage {stage} (it does {factor:.2}× the mean) runs the pipeline's stages {stages} as model chunks, which do {shares} of its work: move layers off pipeline stage {heaviest}, and give the LM head and loss their own share."
+                "Repartition layers across pipeline stages so each does the same work: the ranks of stage {stage} (it does {factor:.2}× the mean) run the pipeline's stages {stages} as model chunks, which do {shares} of their work: move layers off pipeline stage {heaviest}, and give the LM head and loss their own share."
             )
         }
         _ => format!(
