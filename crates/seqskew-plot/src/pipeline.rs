@@ -69,9 +69,14 @@ type RawPass = (u32, bool, Nanos, Nanos);
 
 /// The passes of one worker-step: from the spans' micro-batch tags where they exist (the first
 /// stretch of a micro-batch's compute is its forward, the rest its backward; one contiguous
-/// stretch is split in the ratio of its forward to backward time), else laid out in 1F1B
-/// order from the micro-batches' durations. Returns whether they were measured.
-fn passes_of(ws: &WorkerStep, micro_batches: &[MicroBatch], stages: usize, stage: usize) -> (Vec<RawPass>, bool) {
+/// stretch is split in the ratio of its forward to backward time; with several model chunks,
+/// [`chunk_passes`]), else laid out in 1F1B order from the micro-batches' durations. Returns
+/// whether they were measured.
+fn passes_of(
+    ws: &WorkerStep,
+    micro_batches: &[MicroBatch],
+    (stages, stage, chunks): (usize, usize, usize),
+) -> (Vec<RawPass>, bool) {
     let is_compute = |k: SpanKind| matches!(k, SpanKind::Compute | SpanKind::Attention);
     let tagged = ws.spans.iter().any(|s| s.micro_batch.is_some() && is_compute(s.kind));
     let mut out = Vec::new();
@@ -96,6 +101,7 @@ fn passes_of(ws: &WorkerStep, micro_batches: &[MicroBatch], stages: usize, stage
             }
             match runs.as_slice() {
                 [] => {}
+                [_, _, ..] if chunks >= 2 => out.extend(chunk_passes(mb, &runs)),
                 [(start, end, busy)] => {
                     let share = if mb.compute() > 0 {
                         (i128::from(*busy) * i128::from(mb.forward) / i128::from(mb.compute())) as Nanos
@@ -128,6 +134,34 @@ fn passes_of(ws: &WorkerStep, micro_batches: &[MicroBatch], stages: usize, stage
         cursor = end;
     }
     (out, false)
+}
+
+/// A micro-batch's passes on a worker that runs several model chunks (an interleaved pipeline:
+/// each of its forwards, then each of its backwards, one stretch of compute apiece, or two run
+/// back to back): its stretches in time order, forward as long as its forward's share of their
+/// busy time lasts, then backward. A stretch the share ends in is split there, unless one side
+/// would be under a tenth of it (the shares are totals, not this step's exact split).
+fn chunk_passes(mb: &MicroBatch, runs: &[(Nanos, Nanos, Nanos)]) -> Vec<RawPass> {
+    let busy: Nanos = runs.iter().map(|r| r.2).sum();
+    let mut forward_left = match mb.compute() {
+        0 => busy,
+        compute => (i128::from(busy) * i128::from(mb.forward) / i128::from(compute)) as Nanos,
+    };
+    let mut out = Vec::with_capacity(runs.len() + 1);
+    for &(start, end, run_busy) in runs {
+        let tenth = run_busy / 10;
+        if forward_left >= run_busy - tenth {
+            out.push((mb.id, false, start, end));
+        } else if forward_left <= tenth {
+            out.push((mb.id, true, start, end));
+        } else {
+            let split = start.saturating_add(forward_left).min(end);
+            out.push((mb.id, false, start, split));
+            out.push((mb.id, true, split, end));
+        }
+        forward_left = forward_left.saturating_sub(run_busy);
+    }
+    out
 }
 
 /// The schedule of `step` on data-parallel replica `replica`: for each pipeline stage the
@@ -169,7 +203,8 @@ pub fn pipeline_data(job: &Job, step: u64, replica: usize) -> Option<PipelineDat
     let rows = rows
         .into_iter()
         .map(|(stage, worker, ws, micro_batches)| {
-            let (raw, m) = passes_of(ws, micro_batches, stages, stage);
+            let chunks = job.workers.get(worker).map_or(1, |w| w.model_chunks.len().max(1));
+            let (raw, m) = passes_of(ws, micro_batches, (stages, stage, chunks));
             measured &= m;
             let relative = |id: u32| {
                 let c = micro_batches.iter().find(|m| m.id == id).map_or(0.0, |m| m.compute() as f64 / 1e6);

@@ -621,6 +621,35 @@ fn pipeline_data_recovers_the_1f1b_schedule() {
     assert_eq!(pipeline_data(&job(), 3, 0), None);
 }
 
+/// A real interleaved pipeline (seqskew-core's fixture interleaved_heavy_stage, as torch wrote it:
+/// 2 ranks, stages 0 and 2 on rank 0, 1 and 3 on rank 1, 4 micro-batches): each rank's row shows
+/// each micro-batch's two forwards, one bar a model chunk, before its two backwards, in the order
+/// ScheduleInterleaved1F1B ran them.
+#[test]
+#[allow(clippy::disallowed_methods)] // the directory's entries are sorted
+fn an_interleaved_pipeline_shows_every_model_chunks_pass() {
+    let traces = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../seqskew-core/tests/fixtures/stragglers/interleaved_heavy_stage/traces");
+    let mut paths: Vec<_> = std::fs::read_dir(traces).unwrap().map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    let imports: Vec<_> = paths
+        .iter()
+        .map(|p| seqskew_core::import::import_bytes(&p.display().to_string(), &std::fs::read(p).unwrap()))
+        .collect();
+    let job = seqskew_core::import::assemble(&imports).job;
+    let step = job.workers[0].steps[3].step;
+    let data = pipeline_data(&job, step, 0).unwrap();
+    assert!(data.measured);
+    let order = |row: &StageRow| -> String {
+        let name = |p: &PassView| format!("{}{}", if p.backward { "B" } else { "F" }, p.micro_batch);
+        row.passes.iter().map(name).collect::<Vec<_>>().join(" ")
+    };
+    // `PP:{stage}{F|B}{m}` as the trace names them, the stage dropped: rank 0 ran
+    // 0F0 0F1 2F0 2F1 0F2 2B0 0F3 2B1 2F2 0B0 2F3 0B1 2B2 2B3 0B2 0B3.
+    assert_eq!(order(&data.rows[0]), "F0 F1 F0 F1 F2 B0 F3 B1 F2 B0 F3 B1 B2 B3 B2 B3");
+    assert_eq!(order(&data.rows[1]), "F0 F1 F0 B0 F1 B1 F2 B0 F3 B1 F2 B2 F3 B3 B2 B3");
+}
+
 #[test]
 fn pipeline_without_tags_is_laid_out_in_1f1b_order() {
     let mut j = job();
