@@ -60,9 +60,9 @@ pub fn encloses(ops: &[OnThread]) -> Vec<bool> {
 /// later) to the collective's end. A thread waiting for a collective resumes when it completes;
 /// a gap between two ops while an asynchronous collective happens to be in flight (a DDP
 /// bucket's all-reduce under the backward pass) is dispatch, not a wait, and ends when the next
-/// op starts, not when the collective does. Sorted, disjoint.
-pub fn waits(collectives: Vec<(Nanos, Nanos)>, computing: Vec<(Nanos, Nanos)>) -> Vec<(Nanos, Nanos)> {
-    let computing = union(computing);
+/// op starts, not when the collective does. `computing`: the innermost ops' time, sorted and
+/// disjoint (a [`union`]). Sorted, disjoint.
+pub fn waits(collectives: Vec<(Nanos, Nanos)>, computing: &[(Nanos, Nanos)]) -> Vec<(Nanos, Nanos)> {
     let mut waits = Vec::with_capacity(collectives.len());
     for (start, end) in collectives {
         // The first stretch of compute that reaches the collective's end.
@@ -119,11 +119,11 @@ mod tests {
         // Ends at 50, idle since 35: waited 35..50. Ends at 70, inside compute: no wait.
         // Began at 105, after the compute that ended at 100: waited 105..110.
         let collectives = vec![(10, 50), (40, 70), (105, 110), (125, 140)];
-        assert_eq!(waits(collectives, computing.clone()), [(35, 50), (105, 110), (130, 140)]);
+        assert_eq!(waits(collectives, &computing), [(35, 50), (105, 110), (130, 140)]);
         // A collective in flight across a gap it does not end in is no wait (dispatch).
-        assert_eq!(waits(vec![(10, 65)], computing), Vec::<(Nanos, Nanos)>::new());
-        assert_eq!(waits(vec![(5, 5)], Vec::new()), Vec::<(Nanos, Nanos)>::new());
-        assert_eq!(waits(vec![(5, 9)], Vec::new()), [(5, 9)]);
+        assert_eq!(waits(vec![(10, 65)], &computing), Vec::<(Nanos, Nanos)>::new());
+        assert_eq!(waits(vec![(5, 5)], &[]), Vec::<(Nanos, Nanos)>::new());
+        assert_eq!(waits(vec![(5, 9)], &[]), [(5, 9)]);
     }
 
     #[test]

@@ -580,10 +580,11 @@ impl KinetoBuilder {
             OpClass::Comm(_) => !has_spans,
             _ => false,
         };
-        let waits = blocked::waits(
-            ops.iter().filter(in_flight).map(|o| (o.start, o.end)).collect(),
-            innermost_computing(&ops, &kinds, &enclosing),
-        );
+        // The time the innermost ops compute, once for both kinds of wait below.
+        let innermost = ops.iter().zip(&kinds).zip(&enclosing).filter(|(_, encloses)| !**encloses);
+        let computing =
+            union(innermost.filter(|((_, kind), _)| computes(**kind)).map(|((o, _), _)| (o.start, o.end)).collect());
+        let waits = blocked::waits(ops.iter().filter(in_flight).map(|o| (o.start, o.end)).collect(), &computing);
         for ((o, &kind), &encloses) in ops.iter().zip(&kinds).zip(&enclosing) {
             let pass = computes(kind).then(|| passes.at(o.start)).flatten();
             let micro_batch = pass.map(|p| p.micro_batch);
@@ -615,8 +616,7 @@ impl KinetoBuilder {
         let receiving = |o: &&Op| {
             in_flight(o) && matches!(o.class, OpClass::Collective(op) | OpClass::Comm(op) if op == CollectiveOp::Recv)
         };
-        let computing = innermost_computing(&ops, &kinds, &enclosing);
-        let input_waits = blocked::waits(ops.iter().filter(receiving).map(|o| (o.start, o.end)).collect(), computing);
+        let input_waits = blocked::waits(ops.iter().filter(receiving).map(|o| (o.start, o.end)).collect(), &computing);
         let marks = passes.0.iter().map(|m| (m, false)).chain(transfers.0.iter().map(|m| (m, true)));
         for (&pass, p2p) in marks {
             if let Some(list) = step_of(pass.start).and_then(|i| in_passes.get_mut(i)) {
@@ -711,12 +711,6 @@ fn computes(kind: SpanKind) -> bool {
 fn covered(intervals: Vec<(Nanos, Nanos)>) -> Nanos {
     // Saturating: times come from the input, and absurd ones must not wrap around.
     union(intervals).into_iter().fold(0, |total: Nanos, (start, end)| total.saturating_add(end.saturating_sub(start)))
-}
-
-/// The intervals of the ops that compute and enclose no other op.
-fn innermost_computing(ops: &[Op], kinds: &[SpanKind], enclosing: &[bool]) -> Vec<(Nanos, Nanos)> {
-    let innermost = ops.iter().zip(kinds).zip(enclosing).filter(|(_, encloses)| !**encloses);
-    innermost.filter(|((_, kind), _)| computes(**kind)).map(|((o, _), _)| (o.start, o.end)).collect()
 }
 
 /// The compute of each pipeline stage the passes name, over all steps, where a rank ran two or
