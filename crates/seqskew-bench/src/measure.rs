@@ -97,20 +97,7 @@ pub fn parse(paths: &[PathBuf]) -> Result<(), String> {
 /// `repeat` times over (a line each: building the job takes far longer than diagnosing it, so
 /// two builds are compared by repeating the diagnosis in one process).
 pub fn analyze(workers: u32, steps: u32, repeat: usize) -> Result<(), String> {
-    let base = preset("seqlen-imbalance").unwrap_or_default();
-    let config = Config {
-        dp: workers,
-        pp: 1,
-        steps,
-        micro_batches: 1,
-        tokens_per_micro_batch: 8192,
-        max_len: 8192,
-        reveal: Lengths::Exact,
-        ..base
-    };
-    let sim: Vec<_> = Simulation::new(config.clone(), false).collect();
-    let job = to_job(&config, &sim);
-    drop(sim);
+    let job = analyzed_job(workers, steps);
     let assembled = seqskew_core::import::Assembled { job, diagnostics: Vec::new(), failures: Vec::new() };
     for _ in 0..repeat.max(1) {
         let start = Instant::now();
@@ -125,6 +112,61 @@ pub fn analyze(workers: u32, steps: u32, repeat: usize) -> Result<(), String> {
         };
         println!("{}", serde_json::to_string(&sample).map_err(|e| e.to_string())?);
     }
+    Ok(())
+}
+
+/// The job `analyze` diagnoses: `workers` data-parallel ranks × `steps` of the
+/// sequence-length-imbalance preset, one micro-batch a step, every length known.
+fn analyzed_job(workers: u32, steps: u32) -> seqskew_core::model::Job {
+    let base = preset("seqlen-imbalance").unwrap_or_default();
+    let config = Config {
+        dp: workers,
+        pp: 1,
+        steps,
+        micro_batches: 1,
+        tokens_per_micro_batch: 8192,
+        max_len: 8192,
+        reveal: Lengths::Exact,
+        ..base
+    };
+    let sim: Vec<_> = Simulation::new(config.clone(), false).collect();
+    to_job(&config, &sim)
+}
+
+/// Where the model of `analyze`'s job keeps its bytes, part by part (what a leaner model has to
+/// remove): one line of JSON, MiB per part and bytes per worker-step. Counts what the lists hold
+/// (their capacity), not the allocator's overhead per list.
+pub fn model(workers: u32, steps: u32) -> Result<(), String> {
+    use seqskew_core::model::{Collective, MicroBatch, Span, WorkerStep};
+    use std::mem::size_of;
+    let job = analyzed_job(workers, steps);
+    let all_steps = || job.workers.iter().flat_map(|w| &w.steps);
+    let worker_steps: usize = all_steps().count();
+    let parts = [
+        ("worker_steps", job.workers.iter().map(|w| w.steps.capacity()).sum::<usize>() * size_of::<WorkerStep>()),
+        ("spans", all_steps().map(|s| s.spans.capacity()).sum::<usize>() * size_of::<Span>()),
+        ("step_lengths", all_steps().map(|s| s.sequences.lengths.capacity()).sum::<usize>() * size_of::<u32>()),
+        (
+            "micro_batches",
+            job.workers.iter().map(|w| w.micro_batches.capacity()).sum::<usize>() * size_of::<MicroBatch>(),
+        ),
+        (
+            "micro_batch_lengths",
+            job.workers.iter().flat_map(|w| &w.micro_batches).map(|m| m.sequences.lengths.capacity()).sum::<usize>()
+                * size_of::<u32>(),
+        ),
+        ("collectives", job.workers.iter().map(|w| w.collectives.capacity()).sum::<usize>() * size_of::<Collective>()),
+    ];
+    let mut line = serde_json::Map::new();
+    line.insert("worker_steps".into(), worker_steps.into());
+    for (part, bytes) in parts {
+        line.insert(format!("{part}_mib"), (bytes as f64 / 1048576.0).round().into());
+        line.insert(
+            format!("{part}_bytes_per_worker_step"),
+            (bytes as f64 / worker_steps.max(1) as f64).round().into(),
+        );
+    }
+    println!("{}", serde_json::Value::Object(line));
     Ok(())
 }
 
