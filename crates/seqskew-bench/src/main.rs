@@ -32,7 +32,7 @@ use std::process::ExitCode;
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: seqskew-bench run [--quick] [--out DIR] [--hta PYTHON SCRIPT] [--log-mb N]\n       seqskew-bench table DIR\n       seqskew-bench ingest PATH...\n       seqskew-bench parse PATH...\n       seqskew-bench generate [--quick] [--out DIR] [--log-mb N]\n       seqskew-bench failures [--quick] [--out DIR] [--log-mb N]\n       seqskew-bench failure-log PATH\n       seqskew-bench flight-recorder RANKS ENTRIES [--write DIR]\n       seqskew-bench fingerprint [--jobs N]\n       seqskew-bench analyze WORKERS STEPS [REPEAT]\n       seqskew-bench model WORKERS STEPS"
+        "usage: seqskew-bench run [--quick] [--out DIR] [--hta PYTHON SCRIPT] [--log-mb N]\n       seqskew-bench table DIR\n       seqskew-bench ingest PATH...\n       seqskew-bench parse PATH...\n       seqskew-bench generate [--quick] [--out DIR] [--log-mb N]\n       seqskew-bench failures [--quick] [--out DIR] [--log-mb N]\n       seqskew-bench failure-log PATH\n       seqskew-bench flight-recorder RANKS ENTRIES [--write DIR]\n       seqskew-bench fingerprint [--jobs N]\n       seqskew-bench analyze WORKERS STEPS [REPEAT]\n       seqskew-bench model WORKERS STEPS | PATH..."
     );
     ExitCode::from(2)
 }
@@ -51,9 +51,9 @@ fn main() -> ExitCode {
                 _ => return usage(),
             }
         }
-        Some("model") if args.len() == 3 => match (args[1].parse(), args[2].parse()) {
-            (Ok(w), Ok(s)) => measure::model(w, s),
-            _ => return usage(),
+        Some("model") if args.len() >= 2 => match (args.len(), args[1].parse(), args.get(2).map(|s| s.parse())) {
+            (3, Ok(w), Some(Ok(s))) => measure::model(measure::ModelOf::Simulated(w, s)),
+            _ => measure::model(measure::ModelOf::Files(args[1..].iter().map(PathBuf::from).collect())),
         },
         Some("parse") if args.len() >= 2 => measure::parse(&args[1..].iter().map(PathBuf::from).collect::<Vec<_>>()),
         Some("generate") => measure::generate(&out_dir(), quick, log_mb),

@@ -133,13 +133,30 @@ fn analyzed_job(workers: u32, steps: u32) -> seqskew_core::model::Job {
     to_job(&config, &sim)
 }
 
-/// Where the model of `analyze`'s job keeps its bytes, part by part (what a leaner model has to
-/// remove): one line of JSON, MiB per part and bytes per worker-step. Counts what the lists hold
-/// (their capacity), not the allocator's overhead per list.
-pub fn model(workers: u32, steps: u32) -> Result<(), String> {
+/// Which job [`model`] measures.
+pub enum ModelOf {
+    /// `analyze`'s simulated job of this many workers and steps.
+    Simulated(u32, u32),
+    /// The job these files (or directories) import as.
+    Files(Vec<PathBuf>),
+}
+
+/// Where a job's model keeps its bytes, part by part (what a leaner model has to remove): one
+/// line of JSON, MiB per part and bytes per worker-step. Counts what the lists hold (their
+/// capacity), not the allocator's overhead per list.
+pub fn model(of: ModelOf) -> Result<(), String> {
     use seqskew_core::model::{Collective, MicroBatch, Span, WorkerStep};
     use std::mem::size_of;
-    let job = analyzed_job(workers, steps);
+    let job = match of {
+        ModelOf::Simulated(workers, steps) => analyzed_job(workers, steps),
+        ModelOf::Files(paths) => {
+            let files = files_under(&paths)
+                .iter()
+                .map(|p| Ok((p.display().to_string(), File::open(p).map_err(|e| format!("{}: {e}", p.display()))?)))
+                .collect::<Result<Vec<_>, String>>()?;
+            assemble_owned(import_all(files)?).job
+        }
+    };
     let all_steps = || job.workers.iter().flat_map(|w| &w.steps);
     let worker_steps: usize = all_steps().count();
     let parts = [

@@ -73,6 +73,9 @@ impl Worker {
     }
 
     /// Appends a step (after the worker's others), with its micro-batches and collectives.
+    /// Where its micro-batches' lists hold all of the step's documents, the step keeps only
+    /// their totals: each document is in the model once (twice, the lengths were half of a
+    /// step log's model). [`Worker::step_documents`] gathers them back.
     pub fn push_step(
         &mut self,
         mut step: WorkerStep,
@@ -81,15 +84,45 @@ impl Worker {
     ) {
         step.micro_batches = Run::extending(&mut self.micro_batches, micro_batches);
         step.collectives = Run::extending(&mut self.collectives, collectives);
+        let own = &step.sequences;
+        let held = step.micro_batches.of(&self.micro_batches);
+        let sum = |f: fn(&Sequences) -> u64| held.iter().map(|m| f(&m.sequences)).fold(0, u64::saturating_add);
+        if !own.lengths.is_empty()
+            && held.iter().all(|m| !m.sequences.lengths.is_empty())
+            && sum(|q| q.lengths.len() as u64) == own.lengths.len() as u64
+            && sum(|q| q.tokens) == own.tokens
+        {
+            step.sequences.lengths = Vec::new();
+        }
         self.steps.push(step);
     }
 
-    /// The worker with these steps appended, each with its micro-batches and collectives.
+    /// A step's documents' lengths, sorted descending: its own list, or where its micro-batches
+    /// hold them (see [`Worker::push_step`]), theirs together. Empty where they are not known
+    /// one by one (bounds only, or nothing).
+    pub fn step_documents(&self, step: &WorkerStep) -> Vec<u32> {
+        if !step.sequences.lengths.is_empty() || step.sequences.knowledge < SequenceKnowledge::DenseShapes {
+            return step.sequences.lengths.clone();
+        }
+        let held = self.micro_batches_of(step);
+        let mut all = Vec::with_capacity(held.iter().map(|m| m.sequences.lengths.len()).sum());
+        held.iter().for_each(|m| all.extend_from_slice(&m.sequences.lengths));
+        all.sort_unstable_by(|a, b| b.cmp(a));
+        all
+    }
+
+    /// The worker with these steps appended, each with its micro-batches and collectives. Its
+    /// lists are sized for them first: grown by doubling, they kept a quarter of slack in the
+    /// model.
     pub fn with_steps<M, C>(mut self, steps: impl IntoIterator<Item = (WorkerStep, M, C)>) -> Worker
     where
-        M: IntoIterator<Item = MicroBatch>,
-        C: IntoIterator<Item = Collective>,
+        M: IntoIterator<Item = MicroBatch, IntoIter: ExactSizeIterator>,
+        C: IntoIterator<Item = Collective, IntoIter: ExactSizeIterator>,
     {
+        let steps: Vec<_> = steps.into_iter().map(|(s, m, c)| (s, m.into_iter(), c.into_iter())).collect();
+        self.steps.reserve_exact(steps.len());
+        self.micro_batches.reserve_exact(steps.iter().map(|(_, m, _)| m.len()).sum());
+        self.collectives.reserve_exact(steps.iter().map(|(_, _, c)| c.len()).sum());
         for (step, micro_batches, collectives) in steps {
             self.push_step(step, micro_batches, collectives);
         }
@@ -368,7 +401,8 @@ impl SequenceKnowledge {
 pub struct Sequences {
     pub knowledge: SequenceKnowledge,
     /// One entry per document (exact, or the padded length for dense shapes); sorted
-    /// descending. Empty when only bounds are known.
+    /// descending. Empty when only bounds are known, and on a step whose micro-batches hold
+    /// its documents ([`Worker::push_step`]).
     pub lengths: Vec<u32>,
     pub documents: u64,
     pub tokens: u64,
@@ -384,6 +418,8 @@ impl Sequences {
     /// Sequences from exactly known (or padded) lengths.
     pub fn from_lengths(knowledge: SequenceKnowledge, mut lengths: Vec<u32>) -> Self {
         lengths.sort_unstable_by(|a, b| b.cmp(a));
+        // The list stays in the model: not the slack of the list it was read into.
+        lengths.shrink_to_fit();
         // Saturating: lengths come from input, and absurd ones must not wrap around.
         let tokens = lengths.iter().map(|&l| u64::from(l)).fold(0, u64::saturating_add);
         let sum_sq = lengths.iter().map(|&l| u64::from(l) * u64::from(l)).fold(0, u64::saturating_add);
@@ -426,44 +462,24 @@ impl Sequences {
         ((self.sum_sq_low as f64) * (self.sum_sq_high as f64)).sqrt()
     }
 
-    /// Adds another set of sequences (e.g. micro-batches into their step). The result knows
-    /// the least of what the parts know.
-    pub fn merge(&mut self, other: &Sequences) {
-        if !self.add_counts(other) {
-            return;
-        }
-        if self.knowledge >= SequenceKnowledge::DenseShapes {
-            self.lengths = merged_sorted(&self.lengths, &other.lengths, true);
-        } else {
-            self.lengths.clear();
-        }
-    }
-
-    /// All of `parts` together, as merging them one after another would give, with the lengths
-    /// sorted once at the end (merging a step's micro-batches one by one re-made its list each
-    /// time: a tenth of reading a step log).
-    pub fn merge_all<'a>(parts: impl IntoIterator<Item = &'a Sequences>) -> Sequences {
-        let parts: Vec<&Sequences> = parts.into_iter().collect();
+    /// The totals of `parts` (e.g. a step's micro-batches): the least of what they know, their
+    /// documents, tokens, Σ L², longest document and attention, but not their lists of lengths.
+    /// A step made of its micro-batches keeps only this: their documents stay in them, each
+    /// once in the model (a list on the step too doubled a step log's model; see
+    /// [`Worker::push_step`]).
+    pub fn total_of<'a>(parts: impl IntoIterator<Item = &'a Sequences>) -> Sequences {
         let mut all = Sequences::default();
-        // Sized for them all: the step's list stays in the model, slack and all.
-        let mut lengths = Vec::with_capacity(parts.iter().map(|p| p.lengths.len()).sum());
         for part in parts {
-            if all.add_counts(part) && all.knowledge >= SequenceKnowledge::DenseShapes {
-                lengths.extend_from_slice(&part.lengths);
-            }
-        }
-        if all.knowledge >= SequenceKnowledge::DenseShapes {
-            lengths.sort_unstable_by(|a, b| b.cmp(a));
-            all.lengths = lengths;
+            all.add_counts(part);
         }
         all
     }
 
-    /// [`Sequences::merge`] but for the lengths: the knowledge, counts and attention. False
-    /// (and nothing added) for a part that knows nothing.
-    fn add_counts(&mut self, other: &Sequences) -> bool {
+    /// Adds a part's knowledge, counts and attention (not its lengths); nothing for a part that
+    /// knows nothing.
+    fn add_counts(&mut self, other: &Sequences) {
         if !other.is_known() && other.attention.is_none() {
-            return false;
+            return;
         }
         let was_empty = !self.is_known() && self.documents == 0;
         self.knowledge = if was_empty { other.knowledge } else { self.knowledge.min(other.knowledge) };
@@ -476,7 +492,6 @@ impl Sequences {
             (Some(a), Some(b)) => Some(a.saturating_add(b)),
             (a, b) => a.or(b),
         };
-        true
     }
 }
 
@@ -501,30 +516,24 @@ pub fn steps_union(a: Vec<u64>, b: &[u64]) -> Vec<u64> {
     if a == b {
         return a;
     }
-    let mut steps = merged_sorted(&a, b, false);
+    let mut steps = merged_sorted(&a, b);
     steps.dedup();
     steps
 }
 
-/// Two sorted lists as one, in the same order (`descending` or ascending), duplicates kept.
-/// Both are merged in one pass: merging micro-batch after micro-batch into a step and sorting
-/// each time was a twentieth of a `perf` profile of reading a merged trace. Unsorted input
-/// (which the model's invariants rule out) is sorted rather than merged wrongly.
-fn merged_sorted<T: Ord + Copy>(a: &[T], b: &[T], descending: bool) -> Vec<T> {
-    let in_order = |x: &T, y: &T| if descending { x >= y } else { x <= y };
+/// Two ascending lists as one, duplicates kept, in one pass. Unsorted input (which the model's
+/// invariants rule out) is sorted rather than merged wrongly.
+fn merged_sorted<T: Ord + Copy>(a: &[T], b: &[T]) -> Vec<T> {
     let mut out = Vec::with_capacity(a.len() + b.len());
-    if !(a.is_sorted_by(in_order) && b.is_sorted_by(in_order)) {
+    if !(a.is_sorted() && b.is_sorted()) {
         out.extend_from_slice(a);
         out.extend_from_slice(b);
         out.sort_unstable();
-        if descending {
-            out.reverse();
-        }
         return out;
     }
     let (mut a, mut b) = (a.iter().peekable(), b.iter().peekable());
     while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
-        let side = if in_order(x, y) { &mut a } else { &mut b };
+        let side = if x <= y { &mut a } else { &mut b };
         out.extend(side.next());
     }
     out.extend(a);
@@ -586,46 +595,29 @@ mod tests {
     }
 
     #[test]
-    fn merging_keeps_the_weakest_knowledge() {
-        let mut a = Sequences::from_lengths(SequenceKnowledge::Exact, vec![3, 5]);
-        a.merge(&Sequences::from_bounds(2, 10, 8));
-        assert_eq!(a.knowledge, SequenceKnowledge::VarlenBounds);
-        assert!(a.lengths.is_empty());
-        assert_eq!((a.documents, a.tokens, a.max_len), (4, 18, 8));
-        let mut b = Sequences::default();
-        b.merge(&Sequences::from_lengths(SequenceKnowledge::Exact, vec![2, 9]));
-        assert_eq!(b.lengths, vec![9, 2]);
-        assert_eq!(b.sum_sq_low, 85);
-        b.merge(&Sequences::from_lengths(SequenceKnowledge::Exact, vec![9, 1, 5, 12]));
-        assert_eq!(b.lengths, vec![12, 9, 9, 5, 2, 1]);
-    }
-
-    #[test]
-    fn merging_all_at_once_is_merging_one_by_one() {
+    fn totals_keep_the_weakest_knowledge_and_no_list() {
         let exact = |l: &[u32]| Sequences::from_lengths(SequenceKnowledge::Exact, l.to_vec());
+        let with_bounds = Sequences::total_of(&[exact(&[3, 5]), Sequences::from_bounds(2, 10, 8)]);
+        assert_eq!(with_bounds.knowledge, SequenceKnowledge::VarlenBounds);
+        assert_eq!((with_bounds.documents, with_bounds.tokens, with_bounds.max_len), (4, 18, 8));
+        let exact_ones = Sequences::total_of(&[exact(&[2, 9]), exact(&[9, 1, 5, 12])]);
+        let one_list = exact(&[2, 9, 9, 1, 5, 12]);
+        assert_eq!(exact_ones, Sequences { lengths: Vec::new(), ..one_list });
+        // A part that knows nothing adds nothing, but its attention time.
         let unknown_with_attention = Sequences { attention: Some(7), ..Sequences::default() };
-        let cases: [Vec<Sequences>; 5] = [
-            vec![],
-            vec![exact(&[2, 9]), exact(&[9, 1, 5, 12])],
-            vec![exact(&[3, 5]), Sequences::from_bounds(2, 10, 8), exact(&[4])],
-            vec![unknown_with_attention.clone(), exact(&[6, 1])],
-            vec![exact(&[6, 1]), unknown_with_attention, Sequences::default(), exact(&[2])],
-        ];
-        for parts in cases {
-            let mut one_by_one = Sequences::default();
-            parts.iter().for_each(|p| one_by_one.merge(p));
-            assert_eq!(Sequences::merge_all(&parts), one_by_one, "{parts:?}");
-        }
+        let parts = [unknown_with_attention, Sequences::default(), exact(&[6, 1])];
+        let with_attention = Sequences::total_of(&parts);
+        assert_eq!((with_attention.knowledge, with_attention.documents), (SequenceKnowledge::Exact, 2));
+        assert_eq!((with_attention.sum_sq_low, with_attention.attention), (37, Some(7)));
+        assert_eq!(Sequences::total_of(&[]), Sequences::default());
     }
 
     #[test]
     fn lists_merge_in_order_even_unsorted() {
-        assert_eq!(merged_sorted(&[7, 3, 3], &[9, 3, 1], true), [9, 7, 3, 3, 3, 1]);
-        assert_eq!(merged_sorted(&[], &[4, 2], true), [4, 2]);
-        assert_eq!(merged_sorted(&[1, 3, 8], &[2, 3], false), [1, 2, 3, 3, 8]);
+        assert_eq!(merged_sorted(&[], &[2, 4]), [2, 4]);
+        assert_eq!(merged_sorted(&[1, 3, 8], &[2, 3]), [1, 2, 3, 3, 8]);
         // Not the model's invariant (a hand-built or deserialised model), still sorted after.
-        assert_eq!(merged_sorted(&[1, 5], &[3], true), [5, 3, 1]);
-        assert_eq!(merged_sorted(&[5, 1], &[3], false), [1, 3, 5]);
+        assert_eq!(merged_sorted(&[5, 1], &[3]), [1, 3, 5]);
     }
 
     #[test]
@@ -657,6 +649,29 @@ mod tests {
         let stray = WorkerStep { micro_batches: Run { start: 2, end: 9 }, ..WorkerStep::default() };
         assert!(w.micro_batches_of(&stray).is_empty());
         assert_eq!(Run { start: 5, end: 3 }.len(), 0);
+    }
+
+    #[test]
+    fn a_steps_documents_are_kept_once_and_found_again() {
+        let exact = |l: &[u32]| Sequences::from_lengths(SequenceKnowledge::Exact, l.to_vec());
+        let mb = |id, l: &[u32]| MicroBatch { id, sequences: exact(l), ..MicroBatch::default() };
+        let step = |number, l: &[u32]| WorkerStep { step: number, sequences: exact(l), ..WorkerStep::default() };
+        let w = Worker::default().with_steps([
+            // Its micro-batches hold all its documents: the step keeps their totals only.
+            (step(1, &[5, 9, 2]), vec![mb(0, &[9]), mb(1, &[2, 5])], vec![]),
+            // One micro-batch knows none: the step's own list is all there is of it.
+            (step(2, &[5, 9]), vec![mb(0, &[9]), MicroBatch { id: 1, ..MicroBatch::default() }], vec![]),
+            // Lists that are not the step's (another document): kept.
+            (step(3, &[4, 4]), vec![mb(0, &[4]), mb(1, &[3])], vec![]),
+            (step(4, &[7]), vec![], vec![]),
+        ]);
+        let kept: Vec<usize> = w.steps.iter().map(|s| s.sequences.lengths.len()).collect();
+        assert_eq!(kept, [0, 2, 2, 1]);
+        let found: Vec<Vec<u32>> = w.steps.iter().map(|s| w.step_documents(s)).collect();
+        assert_eq!(found, [vec![9, 5, 2], vec![9, 5], vec![4, 4], vec![7]]);
+        assert_eq!((w.steps[0].sequences.documents, w.steps[0].sequences.sum_sq_low), (3, 110));
+        // Sized for its steps, not grown by doubling.
+        assert_eq!((w.steps.capacity(), w.micro_batches.capacity()), (4, 6));
     }
 
     #[test]

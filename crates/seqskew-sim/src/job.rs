@@ -95,10 +95,7 @@ pub fn worker_step(
     }
     micro.sort_by_key(|m| m.id);
     let (spans, totals) = seqskew_core::import::partition(step.start, step.end, &pieces);
-    let mut sequences = Sequences::default();
-    for mb in &micro {
-        sequences.merge(&mb.sequences);
-    }
+    let sequences = Sequences::total_of(micro.iter().map(|mb| &mb.sequences));
     let worker_step = WorkerStep {
         step: step.number,
         start: step.start,

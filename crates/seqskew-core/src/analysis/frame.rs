@@ -1182,10 +1182,9 @@ mod tests {
                 .map(|w| {
                     Worker { rank: w as u32, ..Worker::default() }.with_steps((0..steps).filter(|&s| has(w, s)).map(
                         |s| {
-                            let micro_batches = (0..count(w, s)).map(move |m| MicroBatch {
-                                forward: tag(w, s) * 10 + m as i64,
-                                ..MicroBatch::default()
-                            });
+                            let micro_batches: Vec<MicroBatch> = (0..count(w, s))
+                                .map(|m| MicroBatch { forward: tag(w, s) * 10 + m as i64, ..MicroBatch::default() })
+                                .collect();
                             (WorkerStep { step: s, duration: tag(w, s), ..WorkerStep::default() }, micro_batches, [])
                         },
                     ))

@@ -86,10 +86,9 @@ fn replica_documents(job: &Job, frame: &Frame, step: usize, wi: usize) -> Option
     let per_mb: Vec<Vec<u32>> = worker.micro_batches_of(ws).iter().map(|m| m.sequences.lengths.clone()).collect();
     if !per_mb.is_empty() && per_mb.iter().all(|l| !l.is_empty()) {
         Some(per_mb)
-    } else if !ws.sequences.lengths.is_empty() {
-        Some(vec![ws.sequences.lengths.clone()])
     } else {
-        None
+        let all = worker.step_documents(ws);
+        (!all.is_empty()).then(|| vec![all])
     }
 }
 

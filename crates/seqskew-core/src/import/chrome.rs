@@ -475,21 +475,33 @@ fn build_steps(
         let (timeline, totals) = partition(start, end, bucket);
         let (micro_batches, collectives) = micro_batches_and_collectives(mine);
         let mut micro: BTreeMap<u32, MicroBatch> = micro_batches.into_iter().map(|m| (m.id, m)).collect();
-        // The step's documents are all of its micro-batches' (or its own list's), sorted once:
-        // merging list after list was a twentieth of reading a merged trace.
+        // Each list of lengths goes to its micro-batch; the step keeps their totals, or where
+        // some are the step's own (or name no micro-batch it has), a list of all its documents.
         let of_step = (step, None)..=(step, Some(u32::MAX));
-        let mut documents: Option<Vec<u32>> = None;
-        // Sized for them all: the step's list stays in the model, slack and all.
-        let count = lengths.range(of_step.clone()).map(|(_, l)| l.len()).sum();
-        for ((_, m), l) in lengths.range_mut(of_step) {
-            documents.get_or_insert_with(|| Vec::with_capacity(count)).extend_from_slice(l);
-            if let Some(mb) = m.and_then(|id| micro.get_mut(&id)) {
-                let seq = Sequences::from_lengths(SequenceKnowledge::Exact, std::mem::take(l));
-                mb.sequences = Sequences { attention: mb.sequences.attention, ..seq };
+        let mut own: Vec<Vec<u32>> = Vec::new();
+        for ((_, m), l) in lengths.range_mut(of_step.clone()) {
+            match m.and_then(|id| micro.get_mut(&id)) {
+                Some(mb) => {
+                    let seq = Sequences::from_lengths(SequenceKnowledge::Exact, std::mem::take(l));
+                    mb.sequences = Sequences { attention: mb.sequences.attention, ..seq };
+                }
+                None => own.push(std::mem::take(l)),
             }
         }
-        let mut sequences =
-            documents.map_or_else(Sequences::default, |d| Sequences::from_lengths(SequenceKnowledge::Exact, d));
+        let mut sequences = if own.is_empty() {
+            // The step's attention is its own (below); micro-batches without lengths are left out.
+            let knowing = micro.values().map(|m| &m.sequences).filter(|q| q.is_known());
+            Sequences { attention: None, ..Sequences::total_of(knowing) }
+        } else {
+            // Sized for them all: the step's list stays in the model, slack and all.
+            let mut all = Vec::with_capacity(
+                micro.values().map(|m| m.sequences.lengths.len()).sum::<usize>()
+                    + own.iter().map(Vec::len).sum::<usize>(),
+            );
+            micro.values().for_each(|m| all.extend_from_slice(&m.sequences.lengths));
+            own.iter().for_each(|l| all.extend_from_slice(l));
+            Sequences::from_lengths(SequenceKnowledge::Exact, all)
+        };
         let attention = totals.get(SpanKind::Attention);
         if attention > 0 {
             sequences.attention = Some(attention);
@@ -597,5 +609,43 @@ mod tests {
         let rank0 = [300, 300, 50];
         let rank1 = [500, 100, 50];
         assert_eq!(seen, [(0, 1, rank0, 1), (0, 2, rank0, 1), (1, 1, rank1, 1), (1, 2, rank1, 1)]);
+    }
+
+    #[test]
+    fn a_steps_lengths_go_to_its_micro_batches_or_stay_its_own() {
+        // Step 1 gives each micro-batch's lengths; step 2 one list on the step's span too.
+        let event = |name: &str, ts: u32, dur: u32, args: &str| {
+            format!(
+                r#"{{"ph": "X", "name": "{name}", "pid": 1, "tid": 1, "ts": {ts}, "dur": {dur}, "args": {{{args}}}}}"#
+            )
+        };
+        let events = [
+            event("ProfilerStep#1", 0, 50, ""),
+            event("forward", 0, 10, r#""step": 1, "mb_id": 0, "seqlens": [3, 8]"#),
+            event("forward", 10, 10, r#""step": 1, "mb_id": 1, "seqlens": [5]"#),
+            event("ProfilerStep#2", 100, 50, r#""seqlens": [7]"#),
+            event("forward", 100, 10, r#""step": 2, "mb_id": 0, "seqlens": [4, 6]"#),
+        ];
+        let trace = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
+        use crate::import::parser::ContentParser;
+        let mut diags = DiagnosticSink::new("merged.json");
+        let mut document = Box::new(crate::import::events::TraceDocument::new(ChromeBuilder::new("merged.json")));
+        document.feed(trace.as_bytes(), &mut diags);
+        let (workers, _) = document.finish(&mut diags);
+        // (step, documents, the step's own list, all its documents, each micro-batch's)
+        type Seen = (u64, u64, usize, Vec<u32>, Vec<Vec<u32>>);
+        let seen: Vec<Seen> = workers
+            .iter()
+            .flat_map(|w| {
+                w.steps.iter().map(|s| {
+                    let per_mb = w.micro_batches_of(s).iter().map(|m| m.sequences.lengths.clone()).collect();
+                    (s.step, s.sequences.documents, s.sequences.lengths.len(), w.step_documents(s), per_mb)
+                })
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [(1, 3, 0, vec![8, 5, 3], vec![vec![8, 3], vec![5]]), (2, 3, 3, vec![7, 6, 4], vec![vec![6, 4]])]
+        );
     }
 }

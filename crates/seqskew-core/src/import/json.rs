@@ -657,11 +657,6 @@ fn has_control_or_backslash(text: &[u8]) -> bool {
     text.get(at..).unwrap_or_default().iter().any(|&b| b < 0x20 || b == b'\\')
 }
 
-/// A raw number, literal, array or object as text (UTF-8 checked).
-pub fn text(raw: &[u8]) -> Result<Cow<'_, str>, &'static str> {
-    std::str::from_utf8(raw).map(Cow::Borrowed).map_err(|_| "invalid UTF-8")
-}
-
 /// A key with escapes, decoded (its raw bytes if it cannot be).
 fn unescaped_key(raw: &[u8]) -> Cow<'_, [u8]> {
     let quoted = [b"\"", raw, b"\""].concat();

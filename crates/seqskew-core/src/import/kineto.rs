@@ -837,17 +837,21 @@ fn sequences_of(calls: impl Iterator<Item = CallShape> + Clone) -> Sequences {
             CallShape::Varlen { .. } => std::iter::repeat_n(0, 0),
         })
         .collect();
-    let mut seq = if dense.is_empty() {
+    let dense = if dense.is_empty() {
         Sequences::default()
     } else {
         Sequences::from_lengths(SequenceKnowledge::DenseShapes, dense)
     };
-    for c in calls {
-        if let CallShape::Varlen { tokens, count, max_len } = c {
-            seq.merge(&Sequences::from_bounds(u64::from(count), tokens, max_len));
-        }
-    }
-    seq
+    let varlen: Vec<Sequences> = calls
+        .filter_map(|c| match c {
+            CallShape::Varlen { tokens, count, max_len } => {
+                Some(Sequences::from_bounds(u64::from(count), tokens, max_len))
+            }
+            CallShape::Dense { .. } => None,
+        })
+        .collect();
+    // Bounds on some calls make bounds of the whole (the dense lengths' list goes with them).
+    if varlen.is_empty() { dense } else { Sequences::total_of(std::iter::once(&dense).chain(&varlen)) }
 }
 
 /// What [`call_shape`] keeps of an attention call's input shapes, one shape at a time.
@@ -1166,10 +1170,8 @@ impl TraceBuilder for KinetoBuilder {
             source: self.file.clone(),
             model_chunks,
             ..Worker::default()
-        };
-        for (step, micro_batches, collectives) in steps {
-            worker.push_step(step, micro_batches, collectives);
         }
+        .with_steps(steps);
         super::assemble::shift_worker(&mut worker, self.base_ns);
         vec![worker]
     }

@@ -346,7 +346,14 @@ impl Rows {
                     Some(Location::Line(first.line)),
                     diags,
                 );
-                workers.push(Worker { rank, world_size, source: self.file.clone(), ..Worker::default() });
+                // Its lists sized for its steps: grown by doubling, they kept a quarter of slack.
+                let places = self.places.range((rank, step)..=(rank, u64::MAX)).map(|(_, p)| p);
+                let (steps, micro_batches) =
+                    places.fold((1, place.micro_batches.len()), |(s, m), p| (s + 1, m + p.micro_batches.len()));
+                let mut worker = Worker { rank, world_size, source: self.file.clone(), ..Worker::default() };
+                worker.steps.reserve_exact(steps);
+                worker.micro_batches.reserve_exact(micro_batches);
+                workers.push(worker);
                 clock = 0;
             }
             let Some(worker) = workers.last_mut() else { continue };
@@ -402,7 +409,7 @@ fn build_step(
     // Micro-batch rows know more (varlen bounds per micro-batch are tighter than the step's).
     // Their attention is the step's own (below): parts that know no lengths are left out.
     let knowing = micro_batches.iter().map(|mb| &mb.sequences).filter(|s| s.is_known());
-    let mut sequences = Sequences { attention: None, ..Sequences::merge_all(knowing) };
+    let mut sequences = Sequences { attention: None, ..Sequences::total_of(knowing) };
     if !sequences.is_known() {
         sequences = row_sequences.unwrap_or_default();
     }
@@ -472,28 +479,46 @@ fn schematic_spans(start: Nanos, totals: &KindTotals, micro_batches: &[MicroBatc
     spans
 }
 
-/// Splits buffered input into complete lines, keeping the partial last one.
+/// Splits input into complete lines, keeping the partial last one.
 #[derive(Default)]
 struct Lines {
+    /// The line the last chunk's end cut, until its end comes.
     buf: Vec<u8>,
     line: u64,
 }
 
 impl Lines {
     fn feed(&mut self, chunk: &[u8], mut each: impl FnMut(u64, &[u8])) {
-        self.buf.extend_from_slice(chunk);
-        if self.line == 0 && self.buf.starts_with(BOM) {
+        let mut rest = chunk;
+        // The line the last chunk cut (and the first, for its byte order mark) is completed in
+        // the buffer; the chunk's other lines are read where they are (copying every byte into
+        // the buffer first was a twelfth of reading a step log).
+        if !self.buf.is_empty() || self.line == 0 {
+            let Some(nl) = memchr::memchr(b'\n', rest) else {
+                self.buf.extend_from_slice(rest);
+                return;
+            };
+            let (head, tail) = rest.split_at(nl);
+            self.buf.extend_from_slice(head);
+            rest = tail.get(1..).unwrap_or_default();
+            let mut line = std::mem::take(&mut self.buf);
             // A UTF-8 byte order mark is not part of the first row, but editors write it.
-            self.buf.drain(..BOM.len());
+            let start = if self.line == 0 && line.starts_with(BOM) { BOM.len() } else { 0 };
+            self.emit(line.get(start..).unwrap_or_default(), &mut each);
+            line.clear();
+            self.buf = line;
         }
         let mut consumed = 0;
-        while let Some(nl) = self.buf.get(consumed..).and_then(|rest| rest.iter().position(|&b| b == b'\n')) {
-            self.line += 1;
-            let line = self.buf.get(consumed..consumed + nl).unwrap_or_default();
-            each(self.line, line.strip_suffix(b"\r").unwrap_or(line));
-            consumed += nl + 1;
+        for nl in memchr::memchr_iter(b'\n', rest) {
+            self.emit(rest.get(consumed..nl).unwrap_or_default(), &mut each);
+            consumed = nl + 1;
         }
-        self.buf.drain(..consumed);
+        self.buf.extend_from_slice(rest.get(consumed..).unwrap_or_default());
+    }
+
+    fn emit(&mut self, line: &[u8], each: &mut impl FnMut(u64, &[u8])) {
+        self.line += 1;
+        each(self.line, line.strip_suffix(b"\r").unwrap_or(line));
     }
 
     fn finish(&mut self, each: impl FnMut(u64, &[u8])) {
@@ -512,6 +537,16 @@ impl JsonlParser {
     pub fn new(file: &str) -> Self {
         JsonlParser { lines: Lines::default(), rows: Rows { file: file.to_owned(), ..Rows::default() } }
     }
+}
+
+/// `part` as text: without a second check where it lies within `whole` (text already), and
+/// starts and ends between its characters; else checked.
+fn text_in<'a>(whole: Option<&'a str>, part: &'a [u8]) -> Result<&'a str, ()> {
+    let within = whole.and_then(|w| {
+        let start = part.as_ptr().addr().checked_sub(w.as_ptr().addr())?;
+        w.get(start..start.checked_add(part.len())?)
+    });
+    within.map_or_else(|| std::str::from_utf8(part).map_err(|_| ()), Ok)
 }
 
 fn parse_jsonl_line(rows: &mut Rows, number: u64, line: &[u8], diags: &mut DiagnosticSink) {
@@ -534,11 +569,18 @@ fn parse_jsonl_line(rows: &mut Rows, number: u64, line: &[u8], diags: &mut Diagn
     }
     let mut row = Row { line: number, ..Row::default() };
     let mut seen = (false, false);
+    // The line checked as UTF-8 once: its keys and values, cut at ASCII bytes, are then text
+    // too (checking each on its own was a tenth of reading a step log). Where it is not, each
+    // is checked, so that the message names the field.
+    let whole = std::str::from_utf8(line).ok();
     for (key, value) in fields {
-        let text = if value.starts_with(b"\"") { json::string(value) } else { json::text(value) };
-        let field = match (std::str::from_utf8(&key), text) {
+        let text = match value.starts_with(b"\"") {
+            true => json::string(value),
+            false => text_in(whole, value).map(Cow::Borrowed).map_err(|()| "invalid UTF-8"),
+        };
+        let field = match (text_in(whole, &key), text) {
             (Ok(key), Ok(text)) => set_field(&mut row, key, &text, &mut seen, &mut rows.hosts),
-            (Err(_), _) => Err("a key that is not UTF-8".to_owned()),
+            (Err(()), _) => Err("a key that is not UTF-8".to_owned()),
             (Ok(key), Err(why)) => Err(format!("{key}: {why}")),
         };
         if let Err(why) = field {
@@ -806,6 +848,37 @@ mod tests {
             .collect();
         let second = 1_000_000_000;
         assert_eq!(shape, [(0, 1, second, vec![]), (1, 1, 2 * second, vec![second / 2]), (1, 2, second, vec![])]);
+    }
+
+    #[test]
+    fn a_steps_documents_stay_in_its_micro_batches_and_lists_fit() {
+        // Rank 0's step 1 has its lengths on its micro-batch rows; step 2 on its step row; rank
+        // 1 lists them on both (the micro-batches' are kept).
+        let log = [
+            r#"{"step": 1, "rank": 0, "step_s": 1.0}"#,
+            r#"{"step": 1, "rank": 0, "mb": 0, "fwd_s": 0.1, "lengths": [3, 8]}"#,
+            r#"{"step": 1, "rank": 0, "mb": 1, "fwd_s": 0.1, "lengths": [5]}"#,
+            r#"{"step": 2, "rank": 0, "step_s": 1.0, "lengths": [4, 6]}"#,
+            r#"{"step": 1, "rank": 1, "step_s": 1.0, "lengths": [1, 1]}"#,
+            r#"{"step": 1, "rank": 1, "mb": 0, "fwd_s": 0.1, "lengths": [2]}"#,
+        ];
+        let mut diags = DiagnosticSink::new("log.jsonl");
+        let (workers, _) = read(&log, &mut diags).finish(&mut diags);
+        // (rank, step, documents, the step's own list, all its documents)
+        let steps: Vec<(u32, u64, u64, usize, Vec<u32>)> = workers
+            .iter()
+            .flat_map(|w| {
+                w.steps
+                    .iter()
+                    .map(|s| (w.rank, s.step, s.sequences.documents, s.sequences.lengths.len(), w.step_documents(s)))
+            })
+            .collect();
+        assert_eq!(steps, [(0, 1, 3, 0, vec![8, 5, 3]), (0, 2, 2, 2, vec![6, 4]), (1, 1, 1, 0, vec![2])]);
+        let capacities: Vec<(usize, usize)> =
+            workers.iter().map(|w| (w.steps.capacity(), w.micro_batches.capacity())).collect();
+        assert_eq!(capacities, [(2, 2), (1, 1)]);
+        let lengths = workers.iter().flat_map(|w| &w.micro_batches).map(|m| m.sequences.lengths.capacity());
+        assert_eq!(lengths.collect::<Vec<_>>(), [2, 1, 1]);
     }
 
     /// Each JSONL line as the reader takes it: (line, kept, messages).
