@@ -274,12 +274,25 @@ pub struct Span {
     pub start: Nanos,
     pub duration: Nanos,
     pub kind: SpanKind,
-    pub micro_batch: Option<u32>,
+    /// Whether it is a micro-batch's ([`Span::micro_batch`]): a flag and an id, not an
+    /// `Option<u32>`, whose eight bytes made a span 32 bytes rather than 24 (spans are the
+    /// largest part of a step's model).
+    in_micro_batch: bool,
+    micro_batch_id: u32,
 }
 
 impl Span {
+    pub fn new(start: Nanos, duration: Nanos, kind: SpanKind, micro_batch: Option<u32>) -> Span {
+        Span { start, duration, kind, in_micro_batch: micro_batch.is_some(), micro_batch_id: micro_batch.unwrap_or(0) }
+    }
+
     pub fn end(&self) -> Nanos {
         self.start.saturating_add(self.duration)
+    }
+
+    /// The micro-batch whose compute it is, where the input says.
+    pub fn micro_batch(&self) -> Option<u32> {
+        self.in_micro_batch.then_some(self.micro_batch_id)
     }
 }
 
@@ -649,6 +662,15 @@ mod tests {
         let stray = WorkerStep { micro_batches: Run { start: 2, end: 9 }, ..WorkerStep::default() };
         assert!(w.micro_batches_of(&stray).is_empty());
         assert_eq!(Run { start: 5, end: 3 }.len(), 0);
+    }
+
+    #[test]
+    fn a_span_is_three_words_and_keeps_its_micro_batch() {
+        // Spans are the largest part of a step's model (seqskew-bench model).
+        assert_eq!(size_of::<Span>(), 24);
+        let ids = [None, Some(0), Some(7), Some(u32::MAX)];
+        let kept = ids.map(|m| Span::new(1, 2, SpanKind::Compute, m).micro_batch());
+        assert_eq!(kept, ids);
     }
 
     #[test]

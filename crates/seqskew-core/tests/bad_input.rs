@@ -822,7 +822,7 @@ fn a_top_level_number_split_across_chunks() {
     }
 }
 
-/// steplog.rs `schematic_spans`: `compute * mb.compute() / mb_total` multiplies two step-sized
+/// steplog/rows.rs `schematic_spans`: `compute * mb.compute() / mb_total` multiplies two step-sized
 /// nanosecond counts, which overflows i64 once a step's micro-batches take a few seconds:
 /// a panic in debug builds, nonsense spans in release builds.
 #[test]
@@ -834,7 +834,7 @@ fn step_log_micro_batches_of_a_few_seconds() {
         Expect { format: Some(Format::StepLogCsv), workers: &[(0, &[1])], diags: &[] },
     );
     let step = import.workers.first().and_then(|w| w.steps.first()).expect("step 1");
-    let spans: Vec<(i64, Option<u32>)> = step.spans.iter().map(|s| (s.duration, s.micro_batch)).collect();
+    let spans: Vec<(i64, Option<u32>)> = step.spans.iter().map(|s| (s.duration, s.micro_batch())).collect();
     assert_eq!(spans, vec![(3_000_000_000, Some(0)), (3_000_000_000, Some(1))]);
 }
 
@@ -881,7 +881,7 @@ fn a_byte_order_mark_before_a_trace() {
     check("bom.pt.trace.json", &bytes, Expect { format: Some(Format::Kineto), workers: RANK3_STEPS, diags: &[] });
 }
 
-/// The same for step logs in JSON Lines (steplog.rs `parse_jsonl_line`): the first row is
+/// The same for step logs in JSON Lines (steplog/mod.rs `parse_jsonl_line`): the first row is
 /// dropped with "not a JSON object: expected value at line 1 column 1".
 #[test]
 fn a_byte_order_mark_before_a_step_log() {
@@ -979,7 +979,7 @@ fn kineto_step_lasting_decades() {
     invariants("rank3.pt.trace.json", &import).unwrap_or_else(|why| panic!("{why}"));
 }
 
-/// steplog.rs `build_step`: a step row's `fwd_s + bwd_s` and a transfer's `start + p2p_s` are
+/// steplog/rows.rs `build_step`: a step row's `fwd_s + bwd_s` and a transfer's `start + p2p_s` are
 /// added unchecked, so times of centuries overflow i64 nanoseconds: panics in debug builds.
 #[test]
 fn step_log_times_of_centuries() {

@@ -78,7 +78,7 @@ fn cpu_ops_in_a_pass_are_its_micro_batchs() {
     // pass's ops is compute, not a host stall.
     let step = worker.steps.first().expect("a step");
     let labelled: Vec<Option<u32>> =
-        step.spans.iter().filter(|s| s.kind.is_compute() && s.duration > 0).map(|s| s.micro_batch).collect();
+        step.spans.iter().filter(|s| s.kind.is_compute() && s.duration > 0).map(|s| s.micro_batch()).collect();
     assert_eq!(labelled, [Some(0), Some(1), Some(1), Some(1), Some(0), Some(1), None]);
     let idle = step.totals.get(seqskew_core::model::SpanKind::HostStall);
     assert_eq!(idle, 30_000, "idle only between the passes and the optimizer, and after it");

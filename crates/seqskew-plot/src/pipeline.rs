@@ -78,7 +78,7 @@ fn passes_of(
     (stages, stage, chunks): (usize, usize, usize),
 ) -> (Vec<RawPass>, bool) {
     let is_compute = |k: SpanKind| matches!(k, SpanKind::Compute | SpanKind::Attention);
-    let tagged = ws.spans.iter().any(|s| s.micro_batch.is_some() && is_compute(s.kind));
+    let tagged = ws.spans.iter().any(|s| s.micro_batch().is_some() && is_compute(s.kind));
     let mut out = Vec::new();
     if tagged {
         for mb in micro_batches {
@@ -86,7 +86,7 @@ fn passes_of(
             let mut runs: Vec<(Nanos, Nanos, Nanos)> = Vec::new(); // (start, end, busy)
             let mut open = false;
             for s in ws.spans.iter().filter(|s| is_compute(s.kind)) {
-                if s.micro_batch == Some(mb.id) {
+                if s.micro_batch() == Some(mb.id) {
                     match runs.last_mut() {
                         Some(run) if open => {
                             run.1 = s.end();

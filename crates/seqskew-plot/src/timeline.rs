@@ -186,7 +186,7 @@ pub fn timeline_data(job: Job) -> TimelineData {
                     let spans = s
                         .spans
                         .iter()
-                        .map(|p| LaneSpan::new(ms(p.start), p.duration as f64 / 1e6, p.kind, p.micro_batch))
+                        .map(|p| LaneSpan::new(ms(p.start), p.duration as f64 / 1e6, p.kind, p.micro_batch()))
                         .collect();
                     (step, spans)
                 })

@@ -318,7 +318,7 @@ const T0: Nanos = 1_700_000_000_000_000_000;
 const MS: Nanos = 1_000_000;
 
 fn span(start_ms: i64, end_ms: i64, kind: SpanKind, mb: Option<u32>) -> Span {
-    Span { start: start_ms * MS, duration: (end_ms - start_ms) * MS, kind, micro_batch: mb }
+    Span::new(start_ms * MS, (end_ms - start_ms) * MS, kind, mb)
 }
 
 fn micro(id: u32, start_ms: i64, forward_ms: i64, backward_ms: i64) -> MicroBatch {
@@ -360,7 +360,10 @@ fn worker_step(stage: u32, number: u64, offset_ms: i64) -> (WorkerStep, Vec<Micr
             vec![micro(0, 12, 10, 20), micro(1, 42, 10, 20)],
         )
     };
-    let shift = |s: Span| Span { start: T0 + offset_ms * MS + s.start, ..s };
+    let shift = |mut s: Span| {
+        s.start += T0 + offset_ms * MS;
+        s
+    };
     let micro_batches = micro_batches
         .into_iter()
         .map(|m| MicroBatch { start: m.start.map(|s| T0 + offset_ms * MS + s), ..m })
@@ -656,7 +659,7 @@ fn pipeline_without_tags_is_laid_out_in_1f1b_order() {
     for w in &mut j.workers {
         for s in &mut w.steps {
             for p in &mut s.spans {
-                p.micro_batch = None;
+                *p = Span::new(p.start, p.duration, p.kind, None);
             }
         }
     }

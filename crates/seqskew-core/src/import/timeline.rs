@@ -100,7 +100,7 @@ pub fn partition(start: Nanos, end: Nanos, pieces: &[Piece]) -> (Vec<Span>, Kind
             Some(found) => found,
             None => (SpanKind::HostStall, None),
         };
-        push_merged(&mut fine, Span { start: cursor, duration: next - cursor, kind, micro_batch: mb });
+        push_merged(&mut fine, Span::new(cursor, next - cursor, kind, mb));
         cursor = next;
     }
     for s in &fine {
@@ -118,7 +118,7 @@ fn push_merged(spans: &mut Vec<Span>, span: Span) {
     }
     if let Some(last) = spans.last_mut()
         && last.kind == span.kind
-        && last.micro_batch == span.micro_batch
+        && last.micro_batch() == span.micro_batch()
         && last.end() == span.start
     {
         last.duration += span.duration;
@@ -177,8 +177,8 @@ impl Group {
         let group = std::mem::take(self);
         let Some(start) = group.start else { return };
         let kind = SpanKind::ALL.into_iter().max_by_key(|&k| group.per_kind.get(k)).unwrap_or(SpanKind::Other);
-        let micro_batch = group.longest.and_then(|l| l.micro_batch);
-        push_merged(out, Span { start, duration: group.end - start, kind, micro_batch });
+        let micro_batch = group.longest.and_then(|l| l.micro_batch());
+        push_merged(out, Span::new(start, group.end - start, kind, micro_batch));
     }
 }
 
