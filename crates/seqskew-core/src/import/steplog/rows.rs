@@ -1,8 +1,6 @@
 //! A step log's rows, held by rank as they come, then made into workers: each rank's steps
 //! and micro-batches in order, the rows later ones replaced dropped (and named).
 
-use rustc_hash::FxHashMap;
-
 use super::super::parser::{ImportStats, world_size_above_rank};
 use super::row::{Hosts, Row, STEPLOG_VERSION, TIME_FIELDS};
 use crate::diag::{DiagnosticSink, Location, Severity};
@@ -14,8 +12,9 @@ use crate::model::{
 #[derive(Default)]
 pub(super) struct Rows {
     file: String,
-    /// Each rank's rows so far (sorted by rank when the workers are made).
-    ranks: FxHashMap<u32, RankRows>,
+    /// Each rank's rows so far, by rank (a log's ranks mostly come in order: each new one is
+    /// added at the end).
+    ranks: Vec<(u32, RankRows)>,
     pub(super) hosts: Hosts,
     /// What the ranks' rows hold, in bytes (see [`ContentParser::held_bytes`](super::super::parser::ContentParser::held_bytes)).
     pub(super) held: usize,
@@ -219,14 +218,21 @@ impl Rows {
             return;
         }
         self.stats.kept += 1;
-        let held = self.ranks.entry(row.rank).or_default().add(row);
-        self.held = self.held.saturating_add(held);
+        let at = match self.ranks.binary_search_by_key(&row.rank, |(rank, _)| *rank) {
+            Ok(at) => at,
+            Err(at) => {
+                self.ranks.insert(at, (row.rank, RankRows::default()));
+                at
+            }
+        };
+        if let Some((_, rows)) = self.ranks.get_mut(at) {
+            self.held = self.held.saturating_add(rows.add(row));
+        }
     }
 
     /// Drops the rows that later ones replaced (saying so), then builds each worker's steps.
     pub(super) fn finish(mut self, diags: &mut DiagnosticSink) -> (Vec<Worker>, ImportStats) {
-        let mut ranks: Vec<(u32, RankRows)> = self.ranks.drain().collect();
-        ranks.sort_unstable_by_key(|(rank, _)| *rank);
+        let mut ranks = std::mem::take(&mut self.ranks);
         let mut replaced: Vec<(u64, u64, u32, Option<u32>)> = Vec::new();
         let mut of_rank = Vec::new();
         for (rank, rows) in &mut ranks {
