@@ -74,7 +74,7 @@ impl Worker {
 
     /// Appends a step (after the worker's others), with its micro-batches and collectives.
     /// Where its micro-batches' lists hold all of the step's documents, the step keeps only
-    /// their totals: each document is in the model once (twice, the lengths were half of a
+    /// their totals: each document is in the model once (kept twice, the lengths were about half of a
     /// step log's model). [`Worker::step_documents`] gathers them back.
     pub fn push_step(
         &mut self,
