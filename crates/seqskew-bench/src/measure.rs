@@ -73,11 +73,15 @@ fn report_ingest(imports: Vec<FileImport>, start: Instant) -> Result<(), String>
 pub fn ingest(paths: &[PathBuf]) -> Result<(), String> {
     let files = files_under(paths);
     let start = Instant::now();
-    let open = files
+    report_ingest(import_all(opened(&files)?)?, start)
+}
+
+/// Each file opened, with its name.
+fn opened(files: &[PathBuf]) -> Result<Vec<(String, File)>, String> {
+    files
         .iter()
         .map(|p| Ok((p.display().to_string(), File::open(p).map_err(|e| format!("{}: {e}", p.display()))?)))
-        .collect::<Result<Vec<_>, String>>()?;
-    report_ingest(import_all(open)?, start)
+        .collect()
 }
 
 /// Reads the files into memory first, then times only their import: the parser's own speed,
@@ -149,13 +153,7 @@ pub fn model(of: ModelOf) -> Result<(), String> {
     use std::mem::size_of;
     let job = match of {
         ModelOf::Simulated(workers, steps) => analyzed_job(workers, steps),
-        ModelOf::Files(paths) => {
-            let files = files_under(&paths)
-                .iter()
-                .map(|p| Ok((p.display().to_string(), File::open(p).map_err(|e| format!("{}: {e}", p.display()))?)))
-                .collect::<Result<Vec<_>, String>>()?;
-            assemble_owned(import_all(files)?).job
-        }
+        ModelOf::Files(paths) => assemble_owned(import_all(opened(&files_under(&paths))?)?).job,
     };
     let all_steps = || job.workers.iter().flat_map(|w| &w.steps);
     let worker_steps: usize = all_steps().count();
