@@ -83,6 +83,33 @@ pub struct Cost {
     /// window, not as L² ([`Cost::attended`]). None: full attention. A cost of another shape
     /// than the diagnosis's a·L + b·L², for the corpus's out-of-model family.
     pub attention_window: Option<u32>,
+    /// Mixture-of-experts layers with expert parallelism over each stage's data-parallel group
+    /// (one rank's experts per rank): a rank computes its experts over the tokens the router
+    /// sends them, from every rank, not over its own. None: dense.
+    pub experts: Option<Experts>,
+}
+
+/// A router that favours one expert a step, as a hot expert does: which one is drawn per step
+/// and stage, so the rank that holds it rotates. What a rank computes then depends on where
+/// the tokens were routed, which no sequence length shows (the corpus's `moe-expert-load`
+/// family: a cost outside the diagnosis's a·L + b·L²).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Experts {
+    /// The part of the per-token cost (`a_ns_per_token`) spent in the expert layers.
+    pub share_of_tokens_cost: f64,
+    /// The hot expert's rank's expert work relative to an even router's (at least 1, at most
+    /// the group's size); the other ranks share what is left evenly.
+    pub hot_load: f64,
+}
+
+impl Experts {
+    /// The expert work `rank` does relative to an even router's, when `hot` holds the hot
+    /// expert among `ranks`: the loads average 1.
+    pub fn load(&self, rank: u32, hot: u32, ranks: u32) -> f64 {
+        let n = f64::from(ranks.max(1));
+        let hot_load = self.hot_load.clamp(1.0, n);
+        if rank == hot { hot_load } else { (n - hot_load) / (n - 1.0).max(1.0) }
+    }
 }
 
 impl Cost {
@@ -107,6 +134,7 @@ impl Default for Cost {
             backward_factor: 2.0,
             noise: 0.02,
             attention_window: None,
+            experts: None,
         }
     }
 }
@@ -258,6 +286,14 @@ impl Config {
         }
         if self.workers() > 1 << 16 {
             return Err(format!("{} workers is more than the simulator's limit of 65536", self.workers()));
+        }
+        if let Some(e) = &self.cost.experts
+            && !(e.hot_load >= 1.0 && (0.0..=1.0).contains(&e.share_of_tokens_cost))
+        {
+            return Err(format!(
+                "cost.experts: hot_load {} must be at least 1 and share_of_tokens_cost {} between 0 and 1",
+                e.hot_load, e.share_of_tokens_cost
+            ));
         }
         if let Some(w) = self.slow_workers.iter().find(|w| w.dp >= self.dp || w.pp >= self.pp) {
             return Err(format!("slow worker dp={} pp={} is outside dp={} pp={}", w.dp, w.pp, self.dp, self.pp));

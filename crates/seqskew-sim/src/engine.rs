@@ -54,15 +54,18 @@ pub enum Cause {
     PipelineStageImbalance,
     Communication,
     HostStall,
+    /// A mixture-of-experts router's hot expert: the diagnosis has no name for it.
+    ExpertLoad,
 }
 
 impl Cause {
-    pub const ALL: [Cause; 5] = [
+    pub const ALL: [Cause; 6] = [
         Cause::SequenceLengthImbalance,
         Cause::SlowWorker,
         Cause::PipelineStageImbalance,
         Cause::Communication,
         Cause::HostStall,
+        Cause::ExpertLoad,
     ];
 
     /// The report's name for the cause.
@@ -73,6 +76,7 @@ impl Cause {
             Cause::PipelineStageImbalance => "pipeline_stage_imbalance",
             Cause::Communication => "communication",
             Cause::HostStall => "host_stall",
+            Cause::ExpertLoad => "expert_load_imbalance",
         }
     }
 }
@@ -92,7 +96,7 @@ pub struct SimStep {
     /// The step with only one cause present (the rest ideal), per [`Cause::ALL`]. The ideal and
     /// these replays transfer in the nominal (median) time; the truth re-centres them on the
     /// job's median transfer.
-    pub only: [Nanos; 5],
+    pub only: [Nanos; 6],
     /// This step's gradient-collective transfer per stage.
     pub transfers: Vec<Nanos>,
 }
@@ -289,6 +293,10 @@ struct Draws {
     /// Transfer per stage of the gradient all-reduce.
     transfer: Vec<Nanos>,
     optimizer: Vec<Nanos>,
+    /// The rank (of its stage's data-parallel group) holding the hot expert, per stage.
+    hot_expert: Vec<u32>,
+    /// A bin's forward expert work under an even router (the mean bin's tokens).
+    expert_ns: f64,
 }
 
 /// Which causes a replay keeps.
@@ -300,12 +308,23 @@ struct Keep {
     comm_jitter: bool,
     stalls: bool,
     noise: bool,
+    experts: bool,
 }
 
 /// Transfer time of the end-of-step collective (a few scalars).
 const BARRIER_NS: Nanos = 50_000;
 
-const ALL: Keep = Keep { imbalance: true, slow: true, stages: true, comm_jitter: true, stalls: true, noise: true };
+const ALL: Keep =
+    Keep { imbalance: true, slow: true, stages: true, comm_jitter: true, stalls: true, noise: true, experts: true };
+const NONE: Keep = Keep {
+    imbalance: false,
+    slow: false,
+    stages: false,
+    comm_jitter: false,
+    stalls: false,
+    noise: false,
+    experts: false,
+};
 
 fn stage_weight(config: &Config, p: u32) -> f64 {
     if config.pp > 1 && p + 1 == config.pp { config.last_stage_factor } else { 1.0 }
@@ -342,32 +361,31 @@ fn simulate_step(config: &Config, rng: &mut Rng, number: u64, start: Nanos, trut
         .map(|_| (config.comm.allreduce_ns * config.comm_slowdown * comm_rng.noise(config.comm.jitter)) as Nanos)
         .collect();
     let optimizer: Vec<Nanos> = (0..groups).map(|_| (config.optimizer_ns * comm_rng.noise(0.01)) as Nanos).collect();
-    let draws = Draws { bin_cost, noise, stall, transfer, optimizer };
+    // Drawn from a fork of its own, so that jobs without experts draw as they always did.
+    let mut expert_rng = rng.fork(5);
+    let hot_expert: Vec<u32> = (0..pp).map(|_| expert_rng.below(u64::from(dp)) as u32).collect();
+    let expert_ns = config.cost.experts.as_ref().map_or(0.0, |e| {
+        let tokens = bins.iter().flatten().map(|&l| f64::from(l)).sum::<f64>() / bins.len().max(1) as f64;
+        e.share_of_tokens_cost * config.cost.a_ns_per_token * tokens
+    });
+    let draws = Draws { bin_cost, noise, stall, transfer, optimizer, hot_expert, expert_ns };
 
     let (end, timelines) = replay(config, &draws, start, ALL, true);
     let (ideal, only) = if truth {
-        let ideal = replay(
-            config,
-            &draws,
-            start,
-            Keep { imbalance: false, slow: false, stages: false, comm_jitter: false, stalls: false, noise: false },
-            false,
-        )
-        .0;
+        let ideal = replay(config, &draws, start, NONE, false).0;
         // Each cause alone on top of the ideal run, without run-to-run noise (no cause of its
         // own, and the diagnosis measures the data's share from the data's predicted cost).
-        let none =
-            Keep { imbalance: false, slow: false, stages: false, comm_jitter: false, stalls: false, noise: false };
         let only = [
-            replay(config, &draws, start, Keep { imbalance: true, ..none }, false).0,
-            replay(config, &draws, start, Keep { slow: true, ..none }, false).0,
-            replay(config, &draws, start, Keep { stages: true, ..none }, false).0,
-            replay(config, &draws, start, Keep { comm_jitter: true, ..none }, false).0,
-            replay(config, &draws, start, Keep { stalls: true, ..none }, false).0,
+            replay(config, &draws, start, Keep { imbalance: true, ..NONE }, false).0,
+            replay(config, &draws, start, Keep { slow: true, ..NONE }, false).0,
+            replay(config, &draws, start, Keep { stages: true, ..NONE }, false).0,
+            replay(config, &draws, start, Keep { comm_jitter: true, ..NONE }, false).0,
+            replay(config, &draws, start, Keep { stalls: true, ..NONE }, false).0,
+            replay(config, &draws, start, Keep { experts: true, ..NONE }, false).0,
         ];
         (ideal - start, only.map(|w| w - start))
     } else {
-        (0, [0; 5])
+        (0, [0; 6])
     };
     let transfers = draws.transfer.clone();
     SimStep { number, start, end, groups: timelines, bins, ideal, only, transfers }
@@ -385,6 +403,12 @@ fn replay(config: &Config, d: &Draws, start: Nanos, keep: Keep, record: bool) ->
     // A pass's (duration, attention part).
     let pass = |g_dp: u32, p: u32, m: usize, backward: bool| -> (Nanos, Nanos) {
         let (cost, attention) = if keep.imbalance { mean_bin(g_dp as usize * mbs + m) } else { avg };
+        // The hot expert's rank computes more of the expert layers, the others less.
+        let routed = match (&config.cost.experts, d.hot_expert.get(p as usize)) {
+            (Some(e), Some(&hot)) if keep.experts => d.expert_ns * (e.load(g_dp, hot, dp) - 1.0),
+            _ => 0.0,
+        };
+        let cost = cost + routed;
         let weight = if keep.stages { stage_weight(config, p) } else { mean_weight } / f64::from(pp);
         let slow = if keep.slow { slow_factor(config, g_dp, p) } else { 1.0 };
         let g = (p * dp + g_dp) as usize;
@@ -532,6 +556,35 @@ mod tests {
         assert_eq!(a[1].start, a[0].end);
         assert!(a.iter().all(|s| s.ideal > 0 && s.ideal <= s.duration()));
         assert_eq!(a[0].groups.len(), 16);
+    }
+
+    /// A hot expert on balanced data: the expert-load cause alone makes the steps longer than
+    /// the ideal, and the data alone almost does not; the loads average an even router's.
+    #[test]
+    fn a_hot_expert_costs_time_the_lengths_do_not_show() {
+        let experts = crate::config::Experts { share_of_tokens_cost: 0.7, hot_load: 3.0 };
+        assert!(((0..8).map(|r| experts.load(r, 2, 8)).sum::<f64>() - 8.0).abs() < 1e-9);
+        let cost = crate::config::Cost { experts: Some(experts), ..Default::default() };
+        let config = Config { cost, batching: Batching::CostKk, ..Config::default() };
+        let steps: Vec<SimStep> = Simulation::new(config, true).take(6).collect();
+        let added = |cause: Cause| -> i64 {
+            let i = Cause::ALL.iter().position(|&c| c == cause).unwrap_or(0);
+            steps.iter().map(|s| s.only.get(i).copied().unwrap_or(0) - s.ideal).sum()
+        };
+        let ideal: i64 = steps.iter().map(|s| s.ideal).sum();
+        let (expert, data) = (added(Cause::ExpertLoad), added(Cause::SequenceLengthImbalance));
+        assert!(expert > ideal / 5 && data < expert / 5, "expert {expert}, data {data}, ideal {ideal}");
+        assert!(
+            Config {
+                cost: crate::config::Cost {
+                    experts: Some(crate::config::Experts { share_of_tokens_cost: 0.5, hot_load: 0.5 }),
+                    ..Default::default()
+                },
+                ..Config::default()
+            }
+            .validate()
+            .is_err()
+        );
     }
 
     #[test]

@@ -241,6 +241,11 @@ fn run(assembled: &Assembled, inputs: &[FileSummary], wanted: Wanted) -> Analysi
         unseen_micro_batches: (frame.stages > 1 && !frame.has_micro_batches()).then_some(replay_fidelity),
         unknown_placement: frame.unknown_placement.then_some(replay_fidelity),
         ranks_not_loaded: report::larger_world(job.workers.len(), job.world_size()).is_some(),
+        data_explains: match (gains.data_compute, gains.unexplained_compute) {
+            (Some(d), Some(u)) if d + u > 0.0 => Some(d / (d + u)),
+            _ => None,
+        },
+        unexplained_compute: gains.unexplained_compute.map_or(0.0, |u| if total > 0.0 { u / total } else { 0.0 }),
     };
     let verdict = verdict::decide(&facts);
     let fix = verdict::fix(&verdict, &facts);

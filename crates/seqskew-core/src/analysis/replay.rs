@@ -76,6 +76,9 @@ pub fn replay_step(step: &StepSlots) -> f64 {
 pub struct Restore {
     /// Compute as the cost model predicts from each slot's data (no noise), when it can.
     pub data_compute: bool,
+    /// Compute as measured with what the data predicts divided out: what varies that the
+    /// lengths do not explain (an expert's load, noise), when every slot has a prediction.
+    pub unexplained_compute: bool,
     pub stage_factors: bool,
     pub worker_factors: bool,
     pub residual_compute: bool,
@@ -86,6 +89,7 @@ pub struct Restore {
 impl Restore {
     pub const ALL: Restore = Restore {
         data_compute: false,
+        unexplained_compute: false,
         stage_factors: true,
         worker_factors: true,
         residual_compute: true,
@@ -493,6 +497,16 @@ impl<'a> Restorer<'a> {
                 let r = expected / b.expected;
                 s.passes.iter().for_each(|_| pass((b.forward * scale * r, b.backward * scale * r)));
             }
+            (Some(expected), _) if keep.unexplained_compute && b.pass_expected > 0.0 => {
+                for (&(x, y), e) in s.passes.iter().zip(expected) {
+                    let r = unexplained_ratio(*e, b.pass_expected);
+                    pass((x / (g * w) * scale * r, y / (g * w) * scale * r));
+                }
+            }
+            (_, Some(expected)) if keep.unexplained_compute && b.expected > 0.0 => {
+                let r = unexplained_ratio(expected, b.expected);
+                s.passes.iter().for_each(|&(x, y)| pass((x / (g * w) * scale * r, y / (g * w) * scale * r)));
+            }
             _ if keep.residual_compute => {
                 // Actual durations with the persistent factors taken out (and put back if kept).
                 s.passes.iter().for_each(|&(x, y)| pass((x / (g * w) * scale, y / (g * w) * scale)));
@@ -508,6 +522,13 @@ impl<'a> Restorer<'a> {
         let tail = if keep == Restore::ALL { s.tail } else { b.tail };
         (stall, tail)
     }
+}
+
+/// What scales a measured pass to its cost with the data's share taken out: the typical
+/// prediction over its own. A prediction at or below zero (a fit's intercept can be negative)
+/// says nothing of the pass, which keeps its measured time.
+fn unexplained_ratio(expected: f64, typical: f64) -> f64 {
+    if expected > 0.0 { typical / expected } else { 1.0 }
 }
 
 /// Writes into `out` (a clone of `step`, reused across restorations so that no slot is
@@ -539,7 +560,7 @@ fn pipelined(step: &StepSlots) -> bool {
 
 /// [`replay_step`] of the step restored in each way of `keeps`, into `ends` (one each).
 /// Data-parallel steps are replayed for all of them in one pass over the slots, with nothing
-/// written: the attribution restores every slot of every step seven or eight ways. Pipelines
+/// written: the attribution restores every slot of every step seven or nine ways. Pipelines
 /// are restored into `scratch` (a clone of `step`) and replayed, one way at a time.
 fn replay_restored(
     step: &StepSlots,
@@ -563,7 +584,14 @@ fn replay_restored(
     // the first present one stands for all of them (the latest of equal arrivals is that one).
     let alike: Vec<bool> = keeps
         .iter()
-        .map(|k| !(k.data_compute || k.residual_compute || k.worker_factors || k.residual_stalls || *k == Restore::ALL))
+        .map(|k| {
+            !(k.data_compute
+                || k.unexplained_compute
+                || k.residual_compute
+                || k.worker_factors
+                || k.residual_stalls
+                || *k == Restore::ALL)
+        })
         .collect();
     // Per way: the stage's latest arrival at its collective and its longest tail.
     let mut stage: Vec<(f64, Option<f64>)> = vec![(0.0, None); keeps.len()];
@@ -663,6 +691,8 @@ pub struct Gains {
     pub residual_compute: f64,
     /// Compute as the cost model predicts from the data, when every slot has a prediction.
     pub data_compute: Option<f64>,
+    /// Compute that varies beyond what the data predicts, where `data_compute` is known.
+    pub unexplained_compute: Option<f64>,
     pub residual_stalls: f64,
     pub transfers: f64,
 }
@@ -682,8 +712,9 @@ struct StepReplays {
     stage: f64,
     worker: f64,
     residual_compute: f64,
-    /// `None` when a slot of the step has no prediction.
+    /// `None` when a slot of the step has no prediction (and so the next).
     data_compute: Option<f64>,
+    unexplained_compute: Option<f64>,
     residual_stalls: f64,
     transfers: f64,
     median_ops: f64,
@@ -693,7 +724,9 @@ fn replays(step: &StepSlots, f: &Factors) -> StepReplays {
     let none = Restore::default();
     let base = Baseline::of(step, f);
     let mut scratch = if pipelined(step) { step.clone() } else { StepSlots::default() };
-    let predicted = step.present_slots().all(|(_, s)| s.expected.is_some());
+    // Every slot predicted from its data, whole or by micro-batch (a pipeline's worker-step fit
+    // can be unusable while its micro-batches' is good).
+    let predicted = step.present_slots().all(|(_, s)| s.expected.is_some() || s.expected_passes.is_some());
     let mut keeps = vec![
         Restore::ALL,
         none,
@@ -705,6 +738,7 @@ fn replays(step: &StepSlots, f: &Factors) -> StepReplays {
     ];
     if predicted {
         keeps.push(Restore { data_compute: true, ..none });
+        keeps.push(Restore { unexplained_compute: true, ..none });
     }
     let mut ends = Vec::with_capacity(keeps.len());
     replay_restored(step, f, &base, &keeps, &mut scratch, &mut ends);
@@ -718,6 +752,7 @@ fn replays(step: &StepSlots, f: &Factors) -> StepReplays {
         residual_stalls: end(5),
         transfers: end(6),
         data_compute: predicted.then(|| end(7)),
+        unexplained_compute: predicted.then(|| end(8)),
         median_ops: replay_median_ops(step, f, &mut scratch),
     }
 }
@@ -745,11 +780,14 @@ pub fn attribute<S: Steps + ?Sized>(steps: &S, f: &Factors) -> Attribution {
         g.stage += gain(r.stage);
         g.worker += gain(r.worker);
         g.residual_compute += gain(r.residual_compute);
-        g.data_compute = match (g.data_compute, r.data_compute) {
-            (None, Some(d)) if a.per_step.is_empty() => Some(gain(d)),
+        let first = a.per_step.is_empty();
+        let add = |sum: Option<f64>, step: Option<f64>| match (sum, step) {
+            (None, Some(d)) if first => Some(gain(d)),
             (Some(x), Some(d)) => Some(x + gain(d)),
             _ => None,
         };
+        g.data_compute = add(g.data_compute, r.data_compute);
+        g.unexplained_compute = add(g.unexplained_compute, r.unexplained_compute);
         g.residual_stalls += gain(r.residual_stalls);
         g.transfers += gain(r.transfers);
         a.median_ops += r.median_ops;
@@ -882,6 +920,47 @@ mod tests {
         assert_eq!(worker.get(1), Some(&1.5));
         assert!(worker.iter().enumerate().all(|(d, &w)| d == 1 || w == 1.0), "{:?}", &worker[..8]);
         assert_eq!((f.stage.clone(), f.transfer.clone()), (vec![1.0], vec![2.0]));
+    }
+
+    /// Four ranks whose data predicts their compute, a heavy one each step by turns: the data's
+    /// replay costs all the time lost and the compute over its prediction none. The same ranks
+    /// with even data and one of them doing 3× by turns (a hot expert): the reverse.
+    #[test]
+    fn compute_the_data_predicts_is_told_from_compute_it_does_not() {
+        let job = |heavy_data: bool| -> Vec<StepSlots> {
+            (0..8)
+                .map(|i| {
+                    let slots = (0..4).map(|d| {
+                        let heavy = if d == i % 4 { 3.0 } else { 1.0 };
+                        let expected = if heavy_data { 10.0 * heavy } else { 10.0 };
+                        Some(SlotStep { expected: Some(expected), ..slot(0.0, 10.0 * heavy).expect("a slot") })
+                    });
+                    step(slots.collect(), 1.0)
+                })
+                .collect()
+        };
+        for heavy_data in [true, false] {
+            let steps = job(heavy_data);
+            let a = attribute(&steps[..], &factors(&steps[..]));
+            let lost = a.actual - a.ideal;
+            let (data, unexplained) =
+                (a.gains.data_compute.unwrap_or(-1.0), a.gains.unexplained_compute.unwrap_or(-1.0));
+            let (explained, other) = if heavy_data { (data, unexplained) } else { (unexplained, data) };
+            assert!(lost > 0.0 && (explained - lost).abs() < 1e-6 && other.abs() < 1e-6, "{heavy_data}: {a:?}");
+        }
+        // A pipeline predicted by micro-batch only (its worker-step fit unusable) is predicted.
+        let passes = vec![(10.0, 20.0), (30.0, 60.0)];
+        let pipelined_slot = || {
+            Some(SlotStep {
+                passes: passes.clone(),
+                expected_passes: Some(vec![10.0, 30.0]),
+                ..slot(0.0, 0.0).expect("a slot")
+            })
+        };
+        let pipeline = StepSlots::of(&[vec![pipelined_slot()], vec![pipelined_slot()]], &[1.0, 1.0]);
+        let steps = [pipeline];
+        let a = attribute(&steps[..], &factors(&steps[..]));
+        assert!(a.gains.data_compute.is_some_and(|d| d > 0.0) && a.gains.unexplained_compute == Some(0.0), "{a:?}");
     }
 
     #[test]
@@ -1081,9 +1160,10 @@ mod tests {
             assert!(!pipelined(step));
             let base = Baseline::of(step, &f);
             let (mut keeps, mut expected) = (Vec::new(), Vec::new());
-            for bits in 0..64u8 {
+            for bits in 0..128u8 {
                 let keep = Restore {
                     data_compute: bits & 1 != 0,
+                    unexplained_compute: bits & 64 != 0,
                     stage_factors: bits & 2 != 0,
                     worker_factors: bits & 4 != 0,
                     residual_compute: bits & 8 != 0,
@@ -1095,7 +1175,7 @@ mod tests {
                 keeps.push(keep);
                 expected.push(replay_step(&written));
             }
-            // All 64 ways in one pass.
+            // All 128 ways in one pass.
             let mut direct = Vec::new();
             replay_restored(step, &f, &base, &keeps, &mut StepSlots::default(), &mut direct);
             assert_eq!(direct, expected);

@@ -49,6 +49,15 @@ pub struct Facts<'a> {
     /// The traces say the job had more ranks than were loaded (`world_size`): one of those may
     /// be the rank the loaded ones wait for.
     pub ranks_not_loaded: bool,
+    /// Where every slot's data has a predicted cost: of the time two replays add over the ideal
+    /// run, one with each slot's compute as its data predicts and one with the measured compute
+    /// over that prediction (what varies that the data does not explain), each alone
+    /// ([`super::replay::Gains`]), the first's part. Below a half, what differs between the
+    /// ranks' compute is mostly not what they drew.
+    pub data_explains: Option<f64>,
+    /// The time the second of those replays adds, relative to the shares' total (which count
+    /// the data's part, not the rest of the compute variation): 0 without predictions.
+    pub unexplained_compute: f64,
 }
 
 /// Signal `id`, where it applies and passed.
@@ -74,7 +83,18 @@ const MOSTLY_IDLE: f64 = 0.5;
 fn sequence_evidence(f: &Facts<'_>) -> (bool, bool) {
     let s = f.signals;
     if f.lengths_known {
-        let direct = passed(s, "max_vs_mean") || passed(s, "compute_tracks_cost") || passed(s, "attention_on_longest");
+        // The data is to blame only if it costs at least as much time as what else varies the
+        // ranks' compute (a router's hot expert, say, costs time no length shows): as the
+        // replays measure it, or, where no fit predicts the data's costs well enough for every
+        // slot, as far as the cost model explains each worker's compute. In a pipeline that
+        // model is fitted over stages of different weight (a heavy stage's workers cost more
+        // for the same data), and its poor fit says nothing of the data.
+        let explains = match f.data_explains {
+            Some(x) => x >= 0.5,
+            None => f.stages > 1 || passed(s, "compute_tracks_cost"),
+        };
+        let direct = explains
+            && (passed(s, "max_vs_mean") || passed(s, "compute_tracks_cost") || passed(s, "attention_on_longest"));
         let strong = passed(s, "compute_tracks_cost") && (passed(s, "max_vs_mean") || passed(s, "rotation"));
         (direct, strong)
     } else {
@@ -168,10 +188,20 @@ fn decide_by_evidence(f: &Facts<'_>) -> Verdict {
     // is no cause, and the next largest cause (if it is large enough) is the answer.
     if !seq_supported {
         let residual = ranked.iter().position(|&(i, _)| i == 2).map(|p| ranked.remove(p));
-        let next_is_large = ranked.first().is_some_and(|&(_, sh)| sh >= 0.3);
+        // Large against all the time lost, the compute variation the data do not explain too.
+        let next_is_large = ranked.first().is_some_and(|&(_, sh)| sh / (1.0 + f.unexplained_compute) >= 0.3);
         if !next_is_large && residual.is_some_and(|r| r.1 > 0.0) {
+            let explained = f.data_explains.filter(|&x| x < 0.5).map(|x| {
+                format!(
+                    " (their predicted costs account for {:.0}% of the time the ranks' differing compute costs)",
+                    x.max(0.0) * 100.0
+                )
+            });
             let why = if f.lengths_known {
-                "compute varies from step to step, but not with the sequences the workers drew"
+                &format!(
+                    "compute varies from step to step, but not with the sequences the workers drew{}",
+                    explained.unwrap_or_default()
+                )
             } else {
                 "compute varies from step to step, but without sequence lengths the timing alone does not point at the data"
             };
@@ -258,7 +288,7 @@ fn confirm_text(lengths_known: bool) -> String {
     if lengths_known {
         "Something other than the recorded lengths decides how much each rank computes in a step. A mixture-of-experts router that sends more tokens to the experts one rank holds does this (check the tokens each expert received, step by step: the busiest rank should hold the busiest expert); so do inputs of other shapes (images, generated outputs of varying length), and lengths recorded before packing (check that they are the ones each rank computed on, or write a step log with each micro-batch's lengths, docs/formats.md).".into()
     } else {
-        "Record sequence lengths to confirm: profile with record_shapes=True, add record_function(\"seqlens=...\") per micro-batch, or write a step log (docs/formats.md).".into()
+        "Record sequence lengths to confirm: profile with record_shapes=True, add record_function(\"seqlens=...\") per micro-batch, or write a step log (docs/formats.md). From timing alone, a mixture-of-experts router whose busiest expert moves from rank to rank looks the same; the lengths tell them apart.".into()
     }
 }
 
@@ -478,6 +508,32 @@ def balance(lengths, n_bins):
 mod tests {
     use super::*;
 
+    /// The facts of a job of one stage with nothing known and nothing lost: each test sets
+    /// what it is about.
+    fn facts_of<'a>(signals: &'a [Signal], whatifs: &'a WhatIfs) -> Facts<'a> {
+        Facts {
+            slowdown: 1.0,
+            shares: [0.0; 5],
+            signals,
+            lengths_known: false,
+            stages: 1,
+            top_initiator: None,
+            distinct_initiators: 1,
+            slowest_worker: None,
+            slow_workers: None,
+            heaviest_stage: None,
+            heaviest_stage_chunks: Vec::new(),
+            fit: None,
+            whatifs,
+            peers_missing: None,
+            unseen_micro_batches: None,
+            unknown_placement: None,
+            ranks_not_loaded: false,
+            data_explains: None,
+            unexplained_compute: 0.0,
+        }
+    }
+
     /// A pipeline whose traces name no micro-batches is replayed one pass per stage: "balanced"
     /// is then only what that replay can see, held with low confidence, and every verdict says
     /// how to make the micro-batches seen, after what it already asked for.
@@ -487,21 +543,10 @@ mod tests {
         let facts = |slowdown: f64, shares: [f64; 5], unseen: Option<f64>| Facts {
             slowdown,
             shares,
-            signals: &[],
-            lengths_known: false,
             stages: 8,
-            top_initiator: None,
             distinct_initiators: 8,
-            slowest_worker: None,
-            slow_workers: None,
-            heaviest_stage: None,
-            heaviest_stage_chunks: Vec::new(),
-            fit: None,
-            whatifs: &whatifs,
-            peers_missing: None,
             unseen_micro_batches: unseen,
-            unknown_placement: None,
-            ranks_not_loaded: false,
+            ..facts_of(&[], &whatifs)
         };
         let transfers = [0.0, 0.0, 0.0, 0.0, 1.0];
         let seen = decide(&facts(1.03, transfers, None));
@@ -537,21 +582,9 @@ mod tests {
         let facts = |peers_missing: Option<&'static str>, ranks_not_loaded: bool| Facts {
             slowdown: 1.02,
             shares: [0.0, 0.0, 0.0, 0.0, 1.0],
-            signals: &[],
-            lengths_known: false,
-            stages: 1,
-            top_initiator: None,
-            distinct_initiators: 1,
-            slowest_worker: None,
-            slow_workers: None,
-            heaviest_stage: None,
-            heaviest_stage_chunks: Vec::new(),
-            fit: None,
-            whatifs: &whatifs,
             peers_missing,
-            unseen_micro_batches: None,
-            unknown_placement: None,
             ranks_not_loaded,
+            ..facts_of(&[], &whatifs)
         };
         let partial = decide(&facts(Some("only 1 of the job's 8 ranks is loaded"), true));
         assert_eq!((partial.primary.as_str(), partial.confidence.as_str()), ("balanced", "low"));
@@ -581,21 +614,10 @@ mod tests {
             let facts = Facts {
                 slowdown: 1.5,
                 shares: [0.0, 0.9, 0.0, 0.1, 0.0],
-                signals: &signals,
-                lengths_known: false,
-                stages: 1,
                 top_initiator: Some(("rank 1".into(), 0.9)),
                 distinct_initiators: 2,
                 slowest_worker: Some(("rank 1".into(), 1.4)),
-                slow_workers: None,
-                heaviest_stage: None,
-                heaviest_stage_chunks: Vec::new(),
-                fit: None,
-                whatifs: &whatifs,
-                peers_missing: None,
-                unseen_micro_batches: None,
-                unknown_placement: None,
-                ranks_not_loaded: false,
+                ..facts_of(&signals, &whatifs)
             };
             let verdict = decide(&facts);
             let fix = fix(&verdict, &facts);
@@ -621,21 +643,12 @@ mod tests {
         let facts = |lengths_known: bool| Facts {
             slowdown: 1.5,
             shares: [0.0, 0.95, 0.05, 0.0, 0.0],
-            signals: &[],
             lengths_known,
-            stages: 1,
             top_initiator: Some(("rank 20".into(), 0.3)),
             distinct_initiators: 8,
             slowest_worker: Some(("rank 20".into(), 1.5)),
             slow_workers: Some(("ranks 16–23 (every rank of host node2)".into(), 1.0)),
-            heaviest_stage: None,
-            heaviest_stage_chunks: Vec::new(),
-            fit: None,
-            whatifs: &whatifs,
-            peers_missing: None,
-            unseen_micro_batches: None,
-            unknown_placement: None,
-            ranks_not_loaded: false,
+            ..facts_of(&[], &whatifs)
         };
         let known = decide(&facts(true));
         assert_eq!((known.primary.as_str(), known.confidence.as_str()), ("slow_worker", "high"));
@@ -650,5 +663,37 @@ mod tests {
         let blind = decide(&facts(false));
         assert_eq!((blind.primary.as_str(), blind.confidence.as_str()), ("slow_worker", "medium"));
         assert_eq!(blind.to_confirm.as_deref(), Some(SLOW_WITHOUT_LENGTHS));
+    }
+
+    /// Lengths known and compute that tracks them, but the data's predicted costs account for
+    /// little of the time the ranks' differing compute costs (a router's hot expert): no verdict
+    /// of sequence-length imbalance, and a cause that is small against all the time lost
+    /// (transfers here) does not take its place.
+    #[test]
+    fn compute_the_data_do_not_explain_is_no_sequence_imbalance() {
+        let whatifs = WhatIfs::default();
+        let signals: Vec<Signal> = ["max_vs_mean", "compute_tracks_cost", "attention_on_longest", "rotation"]
+            .iter()
+            .map(|id| crate::analysis::signals::signal(id, id, 1.0, 0.5, true, String::new()))
+            .collect();
+        let facts = |data_explains: Option<f64>, unexplained_compute: f64| Facts {
+            slowdown: 1.4,
+            shares: [0.0, 0.0, 0.6, 0.0, 0.4],
+            lengths_known: true,
+            top_initiator: Some(("rank 3".into(), 0.2)),
+            distinct_initiators: 8,
+            data_explains,
+            unexplained_compute,
+            ..facts_of(&signals, &whatifs)
+        };
+        assert_eq!(decide(&facts(Some(0.9), 0.1)).primary, "sequence_length_imbalance");
+        assert_eq!(decide(&facts(None, 0.0)).primary, "sequence_length_imbalance");
+        let routed = decide(&facts(Some(0.2), 2.4));
+        assert_eq!((routed.primary.as_str(), routed.confidence.as_str()), ("inconclusive", "low"));
+        assert!(routed.headline.contains("account for 20% of the time"), "{}", routed.headline);
+        assert!(routed.to_confirm.is_some_and(|c| c.contains("mixture-of-experts router")));
+        // The transfers' 40% of what the shares count is 12% of all the time lost: not the cause.
+        // Counted without the unexplained compute, they would be.
+        assert_eq!(decide(&facts(Some(0.2), 0.0)).primary, "communication");
     }
 }
