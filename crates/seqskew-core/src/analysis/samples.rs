@@ -9,7 +9,7 @@
 use super::costmodel::usable;
 use super::frame::{Cell, Frame, MicroBatchCell, SeqFeatures};
 use super::par;
-use super::stats::EvenSample;
+use super::stats::{EvenSample, median};
 use crate::model::Nanos;
 
 #[derive(Default)]
@@ -70,7 +70,37 @@ fn count(frame: &Frame, si: usize) -> Counts {
     n
 }
 
+/// Steps read for each stage's weight: enough for a median, few enough to cost nothing.
+const WEIGHT_STEPS: usize = 64;
+
+/// Each stage's typical worker-step compute over the stages' median, from up to
+/// [`WEIGHT_STEPS`] steps at an even stride; 1 for every stage of a job of one. A heavy
+/// stage's workers cost more for the same data: a fit over stages of different weight explains
+/// little (R² near 0 with one stage 1.8× the others), and its poor fit says nothing of the data.
+fn stage_weights(frame: &Frame) -> Vec<f64> {
+    let stages = frame.stages.max(1);
+    if stages == 1 {
+        return vec![1.0];
+    }
+    let mut computes: Vec<Vec<f64>> = vec![Vec::new(); stages];
+    let stride = frame.steps.len().div_ceil(WEIGHT_STEPS).max(1);
+    for si in (0..frame.steps.len()).step_by(stride) {
+        let row = frame.row(si);
+        for ((&present, &compute), slot) in row.present.iter().zip(row.compute).zip(&frame.slots) {
+            if let Some(c) = computes.get_mut(slot.stage).filter(|_| present && compute > 0) {
+                c.push(compute as f64);
+            }
+        }
+    }
+    let typical: Vec<f64> = computes.iter().map(|c| median(c)).collect();
+    let overall = median(&typical.iter().copied().filter(|&t| t > 0.0).collect::<Vec<_>>());
+    typical.iter().map(|&t| if t > 0.0 && overall > 0.0 { t / overall } else { 1.0 }).collect()
+}
+
 pub fn take(frame: &Frame) -> Samples {
+    // What the cost model fits is each sample's compute on a stage of typical weight.
+    let weights = stage_weights(frame);
+    let weight = |i: usize| frame.slots.get(i).and_then(|s| weights.get(s.stage)).copied().unwrap_or(1.0);
     // Rows are counted on every core, then taken on every core, each range of rows resuming
     // the samples where the rows before it left them.
     let min_rows = par::min_rows(frame.slots.len());
@@ -98,7 +128,7 @@ pub fn take(frame: &Frame) -> Samples {
                     known_cells.offer(cell);
                 }
                 if usable {
-                    cell_costs.offer(|| (row.seq.get(i), compute as f64));
+                    cell_costs.offer(|| (row.seq.get(i), compute as f64 / weight(i)));
                 }
                 // Its micro-batches are read from the part's columns directly (slicing every
                 // column for each cell was a twentieth of the diagnosis's instructions).
@@ -110,7 +140,7 @@ pub fn take(frame: &Frame) -> Samples {
                         known_micro_batches.offer(|| mbs.get(m));
                     }
                     if usable {
-                        micro_batch_costs.offer(|| (mbs.seq.get(m), compute as f64));
+                        micro_batch_costs.offer(|| (mbs.seq.get(m), compute as f64 / weight(i)));
                     }
                 }
             }
@@ -142,6 +172,32 @@ mod tests {
     use crate::model::{
         Job, KindTotals, MicroBatch, Nanos, SequenceKnowledge, Sequences, SpanKind, Worker, WorkerStep,
     };
+
+    /// Two stages, the second doing 1.8× the first's work for the same data, the data varying:
+    /// each stage's compute is its data's cost times its weight, so the fit over both stages,
+    /// weighed out, explains all of it (over the raw times it explained almost nothing).
+    #[test]
+    fn a_heavy_stage_is_weighed_out_of_what_the_cost_model_fits() {
+        let workers = (0..8u32)
+            .map(|w| {
+                let (dp, pp) = (w % 4, w / 4);
+                let steps = (0..12u64).map(move |step| {
+                    let length = 1000 + 700 * ((step as u32 + dp) % 4);
+                    let cost = f64::from(length) * f64::from(length) * if pp == 1 { 1.8 } else { 1.0 };
+                    let mut totals = KindTotals::default();
+                    totals.add(SpanKind::Compute, cost as Nanos);
+                    let sequences = Sequences::from_lengths(SequenceKnowledge::Exact, vec![length]);
+                    (WorkerStep { step, totals, sequences, ..WorkerStep::default() }, [], [])
+                });
+                let coords = crate::model::Coords { dp: Some(dp), pp: Some(pp), ..Default::default() };
+                Worker { rank: w, coords, ..Worker::default() }.with_steps(steps)
+            })
+            .collect();
+        let frame = frame::build(&Job { workers });
+        assert_eq!(stage_weights(&frame).iter().map(|w| (w * 100.0).round()).collect::<Vec<_>>(), [71.0, 129.0]);
+        let fit = crate::analysis::costmodel::fit(&take(&frame).cell_costs).expect("a fit");
+        assert!(fit.r2 > 0.99 && fit.usable(), "{fit:?}");
+    }
 
     /// The samples taken together are the ones each reader took on its own: `evenly_spaced`
     /// of every worker-step or micro-batch it could use. Enough cells that each sample strides.

@@ -86,12 +86,10 @@ fn sequence_evidence(f: &Facts<'_>) -> (bool, bool) {
         // The data is to blame only if it costs at least as much time as what else varies the
         // ranks' compute (a router's hot expert, say, costs time no length shows): as the
         // replays measure it, or, where no fit predicts the data's costs well enough for every
-        // slot, as far as the cost model explains each worker's compute. In a pipeline that
-        // model is fitted over stages of different weight (a heavy stage's workers cost more
-        // for the same data), and its poor fit says nothing of the data.
+        // slot, as far as the cost model explains each worker's compute.
         let explains = match f.data_explains {
             Some(x) => x >= 0.5,
-            None => f.stages > 1 || passed(s, "compute_tracks_cost"),
+            None => passed(s, "compute_tracks_cost"),
         };
         let direct = explains
             && (passed(s, "max_vs_mean") || passed(s, "compute_tracks_cost") || passed(s, "attention_on_longest"));
